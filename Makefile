@@ -1,0 +1,146 @@
+# sandpit: a Jupyter kernel in C that runs Python cells in a sandboxed worker.
+#
+#   make demo      install what is missing, build, run the tour notebook
+#   make test      install what is missing, build, run every test
+#   make bench     side-by-side timings against ipykernel
+#   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
+#
+# SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
+# same tests against that binary.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  ?= $(PREFIX)/bin
+# The interpreter that is embedded and that the tests drive jupyter_client with:
+# Debian's, whatever `python3` is first on PATH.
+PYTHON  := /usr/bin/python3
+
+SANITIZE ?=
+BUILD    := build$(if $(SANITIZE),-$(SANITIZE))
+
+PKGS     := libzmq jansson libcrypto libseccomp
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Python's headers are not ours to keep warning-free: include them as system ones.
+PY_CFLAGS  := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags python3-embed 2>/dev/null))
+PY_LIBS    := $(shell pkg-config --libs python3-embed 2>/dev/null)
+PY_VERSION := $(shell $(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null)
+
+WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+          -Wformat=2 -Wvla -fno-common
+CFLAGS ?= -O2 -g
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(BUILD) \
+              $(PKG_CFLAGS) $(PY_CFLAGS) -DSANDPIT_PY_VERSION='"$(PY_VERSION)"' \
+              -DSANDPIT_PYTHON='"$(PYTHON)"' -MMD -MP
+LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
+
+PROTOCOL_SRC := $(wildcard protocol/*.c)
+SANDBOX_SRC  := $(wildcard sandbox/*.c)
+KERNEL_SRC   := $(filter-out kernel/main.c,$(wildcard kernel/*.c))
+PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
+LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/logo-svg.svg
+
+LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_SRC)) \
+           $(BUILD)/embedded.o
+BIN     := $(BUILD)/sandpit
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
+
+.PHONY: all deps test unit-test integration-test format-check format demo bench \
+        install uninstall clean
+
+all: $(BIN)
+
+$(BIN): $(BUILD)/kernel/main.o $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The worker's Python runtime and the kernelspec logos live inside the binary,
+# so that `sandpit install` and the worker need nothing beside it.
+$(BUILD)/embedded.c: kernel/embed.py $(PY_SRC) $(LOGOS)
+	@mkdir -p $(dir $@)
+	$(PYTHON) kernel/embed.py $@ $(PY_SRC) $(LOGOS)
+
+$(BUILD)/embedded.o: $(BUILD)/embedded.c
+	$(CC) $(ALL_CFLAGS) -Ikernel -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# --- dependencies ---------------------------------------------------------------
+# Every Debian package that the build, the tests and the demo need.
+DEB_BUILD := gcc make pkg-config libzmq3-dev libjansson-dev libssl-dev libseccomp-dev \
+             python3-dev clang-format
+DEB_TEST  := python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
+             python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
+             jupyter-nbconvert python3-nbconvert jupyter-console tmux \
+             python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
+             python3-comm python3-ipywidgets
+DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
+
+deps:
+	@missing=$$(for p in $(DEB_ALL); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' \
+	        || echo $$p; done); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	echo "sandpit: missing Debian packages:" $$missing; \
+	if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	else \
+	    echo "run: sudo apt-get update && sudo apt-get install -y" $$missing; exit 1; \
+	fi
+
+# --- tests ------------------------------------------------------------------------
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+	@$(MAKE) --no-print-directory format-check
+	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory integration-test
+	@echo "sandpit: all tests passed"
+
+unit-test: $(UNIT_BINS)
+	@fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
+	if [ $$fail = 0 ]; then echo "unit tests: all passed"; \
+	else echo "unit tests: FAILED"; exit 1; fi
+
+integration-test: $(BIN)
+	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] tests/unit/*.[ch])
+format-check:
+	@clang-format --dry-run --Werror $(C_FILES) && echo "format: clean"
+
+format:
+	clang-format -i $(C_FILES)
+
+# --- demo and benchmark -------------------------------------------------------------
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(BIN) install --user
+	$(PYTHON) -m jupyter nbconvert --to notebook --execute examples/tour.ipynb \
+	    --ExecutePreprocessor.kernel_name=sandpit --output-dir $(BUILD) --output tour
+	@echo "sandpit: the executed tour notebook is $(BUILD)/tour.ipynb"
+
+bench: deps all
+	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN))
+
+# --- install ----------------------------------------------------------------------
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/sandpit
+	@echo "installed $(DESTDIR)$(BINDIR)/sandpit; now run: sandpit install --user"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sandpit
+
+clean:
+	rm -rf build build-address build-undefined
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,56 @@
+/* child: the worker process as the supervisor sees it.
+ * Starts the worker (fork, then exec of this same binary, so that nothing of
+ * the supervisor's memory, above all the HMAC key, reaches it), carries framed
+ * messages to it without ever blocking, and ends it. The struct owns the pid,
+ * the link's descriptor and both buffers. */
+#ifndef SANDPIT_CHILD_H
+#define SANDPIT_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "kernel/link.h"
+
+enum child_state {
+    CHILD_DOWN,     /* no worker */
+    CHILD_STARTING, /* started, has not said hello yet */
+    CHILD_READY,    /* waiting for a request */
+    CHILD_BUSY,     /* running a request */
+};
+
+struct child {
+    pid_t pid;
+    int fd; /* the supervisor's end of the link, non-blocking; -1 when down */
+    enum child_state state;
+    struct link_reader reader;
+    unsigned char *out; /* bytes not yet written to the link */
+    size_t out_len, out_cap;
+    double started_at; /* monotonic seconds */
+};
+
+void child_init(struct child *c);
+void child_release(struct child *c);
+
+/* Starts a worker: argv[0] is ignored and replaced by this binary. The worker
+ * gets the link as fd 3, /dev/null as stdin and stdout, the log (stderr) as
+ * fd 2, and nothing else. 0 or -errno. */
+int child_start(struct child *c, char *const argv[]);
+
+/* Kills the worker (SIGKILL) and closes the link; the pid is left for the
+ * SIGCHLD handler to reap. Safe on a child that is down. */
+void child_stop(struct child *c);
+
+/* Queues a frame for the worker and writes what the link takes now.
+ * 0, or -errno when the link is broken. */
+int child_send(struct child *c, const char *json, size_t len);
+
+/* Writes queued bytes (call when the link is writable). 0 or -errno. */
+int child_flush(struct child *c);
+
+bool child_has_pending(const struct child *c);
+
+/* Sends a signal to the worker if there is one. */
+void child_signal(struct child *c, int sig);
+
+#endif

@@ -1,0 +1,221 @@
+/* install: write a kernelspec for this binary.
+ *
+ * Where it goes follows `jupyter kernelspec install`: --user puts it in the
+ * user's Jupyter data folder (JUPYTER_DATA_DIR, else XDG_DATA_HOME/jupyter,
+ * else ~/.local/share/jupyter), --prefix DIR under DIR/share/jupyter, and by
+ * default the system-wide /usr/local/share/jupyter. The kernel's options
+ * (limits, sandbox, network) are written into argv, so a kernelspec is a
+ * complete description of how its kernels run. */
+#include "kernel/install.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "embedded.h"
+#include "kernel/options.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sandpit install [--user | --prefix DIR] [--name NAME]\n"
+               "                       [--display-name TEXT] [--profile default|agent]\n"
+               "                       [--interrupt-mode message|signal] [kernel options]\n\n"
+               "Writes a Jupyter kernelspec that starts this sandpit binary.\n\n"
+               "kernel options (written into the kernelspec's argv):\n");
+    options_usage(f);
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -errno;
+    size_t w = fwrite(data, 1, len, f);
+    int rc = fclose(f);
+    if (w != len || rc != 0)
+        return -EIO;
+    return 0;
+}
+
+static int data_dir(bool user, const char *prefix, char *out, size_t len)
+{
+    const char *v;
+    if (prefix)
+        return snprintf(out, len, "%s/share/jupyter", prefix) < (int)len ? 0 : -ENAMETOOLONG;
+    if (!user)
+        return snprintf(out, len, "/usr/local/share/jupyter") < (int)len ? 0 : -ENAMETOOLONG;
+    if ((v = getenv("JUPYTER_DATA_DIR")) && *v)
+        return snprintf(out, len, "%s", v) < (int)len ? 0 : -ENAMETOOLONG;
+    if ((v = getenv("XDG_DATA_HOME")) && *v)
+        return snprintf(out, len, "%s/jupyter", v) < (int)len ? 0 : -ENAMETOOLONG;
+    if (!(v = getenv("HOME")) || !*v)
+        return -ENOENT;
+    return snprintf(out, len, "%s/.local/share/jupyter", v) < (int)len ? 0 : -ENAMETOOLONG;
+}
+
+static bool valid_name(const char *name)
+{
+    if (!*name || strlen(name) > 64)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
+}
+
+int install_main(int argc, char **argv)
+{
+    bool user = false, agent = false;
+    const char *prefix = NULL, *name = NULL, *display = NULL, *interrupt_mode = "message";
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, status = 1;
+    struct options o;
+    options_init(&o);
+    if (!rest)
+        return 1;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--user") == 0) {
+            user = true;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            status = 0;
+            goto out;
+        } else if (strcmp(a, "--prefix") == 0 && next) {
+            prefix = argv[++i];
+        } else if (strcmp(a, "--name") == 0 && next) {
+            name = argv[++i];
+        } else if (strcmp(a, "--display-name") == 0 && next) {
+            display = argv[++i];
+        } else if (strcmp(a, "--interrupt-mode") == 0 && next) {
+            interrupt_mode = argv[++i];
+        } else if (strcmp(a, "--profile") == 0 && next) {
+            const char *p = argv[++i];
+            if (strcmp(p, "agent") == 0) {
+                agent = true;
+            } else if (strcmp(p, "default") != 0) {
+                fprintf(stderr, "sandpit install: unknown profile \"%s\" (default, agent)\n", p);
+                goto out;
+            }
+        } else {
+            rest[nrest++] = argv[i];
+        }
+    }
+    if (user && prefix) {
+        fprintf(stderr, "sandpit install: --user and --prefix cannot be used together\n");
+        goto out;
+    }
+    if (strcmp(interrupt_mode, "message") != 0 && strcmp(interrupt_mode, "signal") != 0) {
+        fprintf(stderr, "sandpit install: --interrupt-mode takes message or signal\n");
+        goto out;
+    }
+    if (agent) {
+        /* Tuned for agents: short cells, short output, bounded memory, no network. */
+        o.timeout_s = 30;
+        o.max_output = 10000;
+        o.memory_mib = 2048;
+        o.network = false;
+    }
+    char err[256];
+    if (options_parse(&o, nrest, rest, err, sizeof err) || options_check(&o, err, sizeof err)) {
+        fprintf(stderr, "sandpit install: %s\n", err);
+        goto out;
+    }
+    if (!name)
+        name = agent ? "sandpit-agent" : "sandpit";
+    if (!display)
+        display = agent ? "Python 3 (sandpit, agent)" : "Python 3 (sandpit)";
+    if (!valid_name(name)) {
+        fprintf(stderr, "sandpit install: a kernel name uses only letters, digits, -, _ "
+                        "and . (\"%s\")\n",
+                name);
+        goto out;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        perror("sandpit install: cannot find this binary");
+        goto out;
+    }
+    self[n] = 0;
+
+    char dir[PATH_MAX], base[PATH_MAX];
+    int rc = data_dir(user, prefix, base, sizeof base);
+    if (rc || snprintf(dir, sizeof dir, "%s/kernels/%s", base, name) >= (int)sizeof dir) {
+        fprintf(stderr, "sandpit install: cannot work out where to install (%s)\n",
+                strerror(rc ? -rc : ENAMETOOLONG));
+        goto out;
+    }
+    char **kargv = NULL;
+    int kargc = 0;
+    const char *head[] = {self, "kernel", "-f", "{connection_file}"};
+    json_t *jargv = json_array();
+    for (size_t i = 0; i < 4; i++)
+        json_array_append_new(jargv, json_string(head[i]));
+    o.log_level = o.log_level; /* written only when not the default */
+    kargc = options_to_argv(&o, &kargv, 0);
+    for (int i = 0; i < kargc; i++) {
+        json_array_append_new(jargv, json_string(kargv[i]));
+        free(kargv[i]);
+    }
+    free(kargv);
+    json_t *spec = json_pack("{s:o, s:s, s:s, s:s, s:{s:b}}", "argv", jargv, "display_name",
+                             display, "language", "python", "interrupt_mode", interrupt_mode,
+                             "metadata", "debugger", 0);
+    char *text = spec ? json_dumps(spec, JSON_INDENT(2)) : NULL;
+    json_decref(spec);
+    if (!text || (rc = mkdir_p(dir)) != 0 || (rc = write_file(dir, "kernel.json", text, strlen(text))) != 0) {
+        fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
+                strerror(rc ? -rc : ENOMEM));
+        free(text);
+        goto out;
+    }
+    free(text);
+    static const char *const logos[][2] = {
+        {"kernelspec/logo-32x32.png", "logo-32x32.png"},
+        {"kernelspec/logo-64x64.png", "logo-64x64.png"},
+        {"kernelspec/logo-svg.svg", "logo-svg.svg"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        const struct embedded_file *f = embedded_find(logos[i][0]);
+        if (f && (rc = write_file(dir, logos[i][1], f->data, f->len)) != 0) {
+            fprintf(stderr, "sandpit install: cannot write %s/%s: %s\n", dir, logos[i][1],
+                    strerror(-rc));
+            goto out;
+        }
+    }
+    printf("Installed kernelspec %s in %s\n", name, dir);
+    status = 0;
+out:
+    options_release(&o);
+    free(rest);
+    return status;
+}

@@ -1,0 +1,115 @@
+/* sandpit: a Jupyter kernel in C that runs Python in a sandboxed worker.
+ *
+ *   sandpit kernel -f CONNECTION_FILE [options]   the kernel (from kernel.json)
+ *   sandpit install [--user | --prefix DIR] ...   write a kernelspec
+ *   sandpit check-sandbox                         what the sandbox can do here
+ *   sandpit worker ...                            internal: the worker process
+ *
+ * The kernel's stdout is never written to: in kernel mode everything goes
+ * to the log on stderr. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernel/install.h"
+#include "kernel/kernel.h"
+#include "kernel/log.h"
+#include "kernel/options.h"
+#include "kernel/supervisor.h"
+#include "kernel/worker.h"
+#include "sandbox/sandbox.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "sandpit %s: a Jupyter kernel that runs Python in a sandbox\n\n"
+               "usage:\n"
+               "  sandpit kernel -f CONNECTION_FILE [options]\n"
+               "  sandpit install [--user | --prefix DIR] [--name NAME] [--display-name TEXT]\n"
+               "                  [--profile default|agent] [options]\n"
+               "  sandpit check-sandbox [options]\n"
+               "  sandpit --version\n\n"
+               "options:\n",
+            SANDPIT_VERSION);
+    options_usage(f);
+}
+
+static int kernel_main(int argc, char **argv)
+{
+    struct options o;
+    options_init(&o);
+    char err[512];
+    int status = 2;
+    if (options_parse(&o, argc, argv, err, sizeof err) || options_check(&o, err, sizeof err)) {
+        fprintf(stderr, "sandpit kernel: %s\n", err);
+        goto out;
+    }
+    if (!o.connection_file) {
+        fprintf(stderr, "sandpit kernel: -f CONNECTION_FILE is required\n");
+        goto out;
+    }
+    log_init("kernel", o.log_level, 2);
+    if (!o.sandbox)
+        log_warn("the sandbox is off (--sandbox off): code runs with all the rights of "
+                 "the user who started the kernel");
+    status = supervisor_run(&o);
+out:
+    options_release(&o);
+    return status;
+}
+
+static int check_sandbox_main(int argc, char **argv)
+{
+    struct options o;
+    options_init(&o);
+    char err[512];
+    if (options_parse(&o, argc, argv, err, sizeof err)) {
+        fprintf(stderr, "sandpit check-sandbox: %s\n", err);
+        return 2;
+    }
+    struct sandbox_policy p;
+    struct sandbox_report r;
+    sandbox_policy_init(&p);
+    p.enabled = o.sandbox;
+    p.network = o.network;
+    p.workspace = "/tmp";
+    p.tmpdir = "/tmp";
+    p.memory_bytes = (uint64_t)o.memory_mib << 20;
+    memset(&r, 0, sizeof r);
+    int rc = sandbox_probe(&p, &r);
+    if (rc) {
+        fprintf(stderr, "sandpit check-sandbox: %s\n", strerror(-rc));
+        options_release(&o);
+        return 1;
+    }
+    printf("sandpit %s sandbox on this machine:\n", SANDPIT_VERSION);
+    sandbox_report_print(&r, stdout);
+    options_release(&o);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "kernel") == 0)
+        return kernel_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "worker") == 0)
+        return worker_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "install") == 0)
+        return install_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "check-sandbox") == 0)
+        return check_sandbox_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("sandpit %s (Python %s)\n", SANDPIT_VERSION, SANDPIT_PY_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "sandpit: unknown command \"%s\"\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,246 @@
+/* options: parse and re-emit the kernel's settings.
+ *
+ * One table describes each option once, so that what `sandpit kernel` accepts,
+ * what `sandpit install` writes and what the worker is given cannot drift
+ * apart. */
+#include "kernel/options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum opt_kind { OPT_STRING, OPT_DOUBLE, OPT_ULONG, OPT_INT, OPT_ONOFF, OPT_LOGLEVEL };
+
+struct opt {
+    const char *name; /* long name without "--" */
+    enum opt_kind kind;
+    size_t offset;
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct options, f)
+
+static const struct opt table[] = {
+    {"workspace", OPT_STRING, OFF(workspace),
+     "DIR    folder the code may read and write (default: where the kernel starts)"},
+    {"timeout", OPT_DOUBLE, OFF(timeout_s), "S      wall-clock limit per cell in seconds; 0: none"},
+    {"memory", OPT_ULONG, OFF(memory_mib), "MIB    memory limit of the worker in MiB; 0: none"},
+    {"max-output", OPT_ULONG, OFF(max_output),
+     "BYTES  output a cell may send (streams and displays); 0: none"},
+    {"max-file", OPT_ULONG, OFF(max_file_mib), "MIB    largest file a cell may write; 0: none"},
+    {"network", OPT_ONOFF, OFF(network), "on|off network access for the code (default off)"},
+    {"sandbox", OPT_ONOFF, OFF(sandbox), "on|off confine the worker (default on)"},
+    {"figure-format", OPT_STRING, OFF(figure_format), "png|retina|svg  inline chart format"},
+    {"dpi", OPT_INT, OFF(dpi), "N      resolution of inline charts"},
+    {"preload", OPT_STRING, OFF(preload),
+     "MODS   comma-separated modules to import before the sandbox locks"},
+    {"log-level", OPT_LOGLEVEL, OFF(log_level), "LEVEL  error, warning, info or debug"},
+    {"tmpdir", OPT_STRING, OFF(tmpdir), NULL}, /* internal: supervisor to worker */
+};
+
+#define NOPTS (sizeof table / sizeof table[0])
+
+void options_init(struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->log_level = LOG_WARN;
+    o->sandbox = true;
+    o->network = false;
+    o->dpi = 0;
+}
+
+void options_release(struct options *o)
+{
+    free(o->connection_file);
+    free(o->workspace);
+    free(o->figure_format);
+    free(o->preload);
+    free(o->tmpdir);
+    options_init(o);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen)
+        vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static int set_value(struct options *o, const struct opt *d, const char *v, char *err,
+                     size_t errlen)
+{
+    void *field = (char *)o + d->offset;
+    char *end = NULL;
+    errno = 0;
+    switch (d->kind) {
+    case OPT_STRING: {
+        char **s = field;
+        free(*s);
+        *s = strdup(v);
+        return *s ? 0 : -ENOMEM;
+    }
+    case OPT_DOUBLE: {
+        double x = strtod(v, &end);
+        if (end == v || *end || errno || !isfinite(x) || x < 0)
+            return fail(err, errlen, "--%s needs a number of seconds, not \"%s\"", d->name, v);
+        *(double *)field = x;
+        return 0;
+    }
+    case OPT_ULONG: {
+        unsigned long x = strtoul(v, &end, 10);
+        if (end == v || *end || errno || v[0] == '-')
+            return fail(err, errlen, "--%s needs a whole number, not \"%s\"", d->name, v);
+        *(unsigned long *)field = x;
+        return 0;
+    }
+    case OPT_INT: {
+        long x = strtol(v, &end, 10);
+        if (end == v || *end || errno || x < 0 || x > INT_MAX)
+            return fail(err, errlen, "--%s needs a whole number, not \"%s\"", d->name, v);
+        *(int *)field = (int)x;
+        return 0;
+    }
+    case OPT_ONOFF:
+        if (strcmp(v, "on") == 0)
+            *(bool *)field = true;
+        else if (strcmp(v, "off") == 0)
+            *(bool *)field = false;
+        else
+            return fail(err, errlen, "--%s takes on or off, not \"%s\"", d->name, v);
+        return 0;
+    case OPT_LOGLEVEL:
+        if (log_parse_level(v, field))
+            return fail(err, errlen,
+                        "--log-level takes error, warning, info or debug, not \"%s\"", v);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int options_parse(struct options *o, int argc, char **argv, char *err, size_t errlen)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) {
+            if (i + 1 >= argc)
+                return fail(err, errlen, "%s needs the path of a connection file", a);
+            free(o->connection_file);
+            if (!(o->connection_file = strdup(argv[++i])))
+                return -ENOMEM;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return fail(err, errlen, "unexpected argument \"%s\"", a);
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt *d = NULL;
+        for (size_t k = 0; k < NOPTS; k++)
+            if (strlen(table[k].name) == nlen && strncmp(table[k].name, name, nlen) == 0)
+                d = &table[k];
+        if (!d)
+            return fail(err, errlen, "unknown option \"%s\" (see sandpit --help)", a);
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (i + 1 >= argc)
+                return fail(err, errlen, "%s needs a value", a);
+            v = argv[++i];
+        }
+        int rc = set_value(o, d, v, err, errlen);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int options_check(const struct options *o, char *err, size_t errlen)
+{
+    if (o->figure_format && strcmp(o->figure_format, "png") != 0 &&
+        strcmp(o->figure_format, "retina") != 0 && strcmp(o->figure_format, "svg") != 0)
+        return fail(err, errlen, "--figure-format takes png, retina or svg, not \"%s\"",
+                    o->figure_format);
+    if (o->timeout_s > 0 && o->timeout_s < 0.01)
+        return fail(err, errlen, "--timeout must be 0 (none) or at least 0.01 s");
+    if (o->memory_mib && o->memory_mib < 64)
+        return fail(err, errlen, "--memory must be 0 (none) or at least 64 MiB");
+    if (o->dpi && (o->dpi < 10 || o->dpi > 1200))
+        return fail(err, errlen, "--dpi must be between 10 and 1200");
+    return 0;
+}
+
+static int push(char ***argv, int argc, const char *s)
+{
+    char **na = realloc(*argv, (size_t)(argc + 2) * sizeof *na);
+    if (!na)
+        return -ENOMEM;
+    *argv = na;
+    if (!(na[argc] = strdup(s)))
+        return -ENOMEM;
+    na[argc + 1] = NULL;
+    return argc + 1;
+}
+
+int options_to_argv(const struct options *o, char ***argv, int argc)
+{
+    struct options dflt;
+    options_init(&dflt);
+    for (size_t k = 0; k < NOPTS; k++) {
+        const struct opt *d = &table[k];
+        const void *f = (const char *)o + d->offset, *g = (const char *)&dflt + d->offset;
+        char val[64];
+        const char *v = val;
+        switch (d->kind) {
+        case OPT_STRING:
+            v = *(char *const *)f;
+            if (!v)
+                continue;
+            break;
+        case OPT_DOUBLE:
+            if (*(const double *)f == *(const double *)g)
+                continue;
+            snprintf(val, sizeof val, "%g", *(const double *)f);
+            break;
+        case OPT_ULONG:
+            if (*(const unsigned long *)f == *(const unsigned long *)g)
+                continue;
+            snprintf(val, sizeof val, "%lu", *(const unsigned long *)f);
+            break;
+        case OPT_INT:
+            if (*(const int *)f == *(const int *)g)
+                continue;
+            snprintf(val, sizeof val, "%d", *(const int *)f);
+            break;
+        case OPT_ONOFF:
+            if (*(const bool *)f == *(const bool *)g)
+                continue;
+            v = *(const bool *)f ? "on" : "off";
+            break;
+        case OPT_LOGLEVEL:
+            if (*(const enum log_level *)f == *(const enum log_level *)g)
+                continue;
+            v = log_level_name(*(const enum log_level *)f);
+            break;
+        }
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", d->name);
+        if ((argc = push(argv, argc, flag)) < 0 || (argc = push(argv, argc, v)) < 0)
+            return -ENOMEM;
+    }
+    return argc;
+}
+
+void options_usage(FILE *f)
+{
+    for (size_t k = 0; k < NOPTS; k++)
+        if (table[k].help)
+            fprintf(f, "  --%-14s %s\n", table[k].name, table[k].help);
+}

@@ -1,0 +1,50 @@
+/* options: the kernel's settings, from its command line (kernel.json argv).
+ * Parsed once in the supervisor; the worker gets the ones it needs on its own
+ * command line; `sandpit install` writes them into a kernelspec. Strings are
+ * owned by the struct. */
+#ifndef SANDPIT_OPTIONS_H
+#define SANDPIT_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "kernel/log.h"
+
+struct options {
+    char *connection_file; /* -f */
+    enum log_level log_level;
+    char *workspace;       /* NULL: the directory the kernel was started in */
+    double timeout_s;      /* per-cell wall-clock limit; 0: none */
+    unsigned long memory_mib;   /* 0: none */
+    unsigned long max_output;   /* bytes of output per cell; 0: none */
+    unsigned long max_file_mib; /* largest file a cell may write; 0: none */
+    bool network;
+    bool sandbox;
+    char *figure_format;   /* "png", "retina" or "svg" */
+    int dpi;
+    char *preload;         /* comma-separated modules imported before lock-in */
+    char *tmpdir;          /* internal: the worker's private temporary folder */
+};
+
+void options_init(struct options *o);
+void options_release(struct options *o);
+
+/* Parses the options that follow a subcommand (argv[0] is the subcommand).
+ * Unknown options are an error unless allow_unknown, in which case they are
+ * left for the caller (optind-style: *next is the first unparsed index).
+ * Returns 0 or -EINVAL with a sentence in err. */
+int options_parse(struct options *o, int argc, char **argv, char *err, size_t errlen);
+
+/* Checks that the values make sense together. 0 or -EINVAL with err. */
+int options_check(const struct options *o, char *err, size_t errlen);
+
+/* Appends the options that differ from the defaults to argv as strings
+ * ("--timeout", "30", ...): what `sandpit install` writes into kernel.json and
+ * the supervisor passes to the worker. Each string is new (caller frees them
+ * with the array). Returns the new count, or -ENOMEM. */
+int options_to_argv(const struct options *o, char ***argv, int argc);
+
+/* The help text for the options, in British English. */
+void options_usage(FILE *f);
+
+#endif

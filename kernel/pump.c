@@ -1,0 +1,258 @@
+/* pump: read fds 1 and 2 of the worker and send them as stream messages.
+ *
+ * Why pipes rather than a Python object on sys.stdout alone: output written
+ * below Python (a C extension's printf, os.write(1, ...), a crash message)
+ * must reach the client too, and in order with what Python printed. Python's
+ * sys.stdout writes straight through to fd 1, so everything meets in the pipe.
+ *
+ * Why a thread: a cell that prints and then sleeps must show its line before
+ * the sleep ends, with no help from the cell. The thread waits on the pipes
+ * and sends what it read once FLUSH_MS have passed since the first unsent
+ * byte, so print("x") (two writes, "x" and "\n") makes one message, and a
+ * loop of prints makes a few messages rather than thousands.
+ *
+ * Output is cut at character boundaries: bytes of an incomplete UTF-8
+ * sequence wait for the rest, and bytes that are not UTF-8 become U+FFFD. */
+#include "kernel/pump.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernel/log.h"
+#include "kernel/worker.h"
+
+#define FLUSH_MS 20
+#define SEND_AT (256u << 10) /* send at once when this much is waiting */
+#define PIPE_SIZE (1 << 20)
+
+struct pending {
+    char *data;
+    size_t len, cap;
+};
+
+static const char *const stream_names[2] = {"stdout", "stderr"};
+static int pipe_r[2] = {-1, -1};
+static pthread_mutex_t pump_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pending pend[2];
+static double first_at; /* monotonic time of the oldest unsent byte; 0: none */
+static unsigned long cap_bytes, sent_bytes, dropped_bytes;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Length of a valid UTF-8 sequence starting at p (1..4), 0 if invalid, or -1
+ * if it is a valid start cut off by the end of the buffer. */
+static int utf8_seq(const unsigned char *p, size_t avail)
+{
+    unsigned char c = p[0];
+    int n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4;
+    else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((size_t)i >= avail)
+            return -1;
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F) ||
+        (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))
+        return 0; /* overlong, surrogate or beyond U+10FFFF */
+    return n;
+}
+
+/* Copies the sendable part of src into a new valid UTF-8 string (*out, caller
+ * frees). Returns how many bytes of src were consumed: all of them when final,
+ * else all but an incomplete sequence at the end. */
+static size_t utf8_clean(const char *src, size_t len, bool final, char **out, size_t *out_len)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    char *o = malloc(len * 3 + 1); /* each bad byte becomes 3 */
+    size_t i = 0, j = 0;
+    if (!o) {
+        *out = NULL;
+        return len;
+    }
+    while (i < len) {
+        int n = utf8_seq(s + i, len - i);
+        if (n < 0 && !final)
+            break;
+        if (n <= 0) {
+            memcpy(o + j, "\xEF\xBF\xBD", 3);
+            j += 3;
+            i++;
+            continue;
+        }
+        memcpy(o + j, s + i, (size_t)n);
+        i += (size_t)n;
+        j += (size_t)n;
+    }
+    o[j] = 0;
+    *out = o;
+    *out_len = j;
+    return i;
+}
+
+static void send_stream(int which, const char *text, size_t len)
+{
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s%}}", "type", "iopub", "msg_type",
+                            "stream", "content", "name", stream_names[which], "text", text,
+                            len);
+    char *json = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    if (json)
+        worker_send(json, strlen(json), NULL, 0);
+    free(json);
+    json_decref(obj);
+}
+
+/* Sends pending output (pump_mu held). */
+static void send_locked(bool final)
+{
+    for (int w = 0; w < 2; w++) {
+        struct pending *p = &pend[w];
+        if (!p->len)
+            continue;
+        char *text;
+        size_t text_len;
+        size_t used = utf8_clean(p->data, p->len, final, &text, &text_len);
+        if (text && text_len) {
+            size_t room = text_len;
+            if (cap_bytes) {
+                room = sent_bytes >= cap_bytes ? 0 : cap_bytes - sent_bytes;
+                if (room > text_len)
+                    room = text_len;
+                while (room > 0 && room < text_len && ((unsigned char)text[room] & 0xC0) == 0x80)
+                    room--;
+                dropped_bytes += text_len - room;
+            }
+            if (room)
+                send_stream(w, text, room);
+            sent_bytes += room;
+        }
+        free(text);
+        memmove(p->data, p->data + used, p->len - used);
+        p->len -= used;
+    }
+    first_at = pend[0].len || pend[1].len ? now_ms() : 0;
+}
+
+/* Reads what the pipes hold now (pump_mu held). */
+static void drain_locked(void)
+{
+    for (int w = 0; w < 2; w++) {
+        for (;;) {
+            struct pending *p = &pend[w];
+            if (p->cap - p->len < 65536) {
+                size_t ncap = p->cap ? p->cap * 2 : 131072;
+                char *nd = realloc(p->data, ncap);
+                if (!nd)
+                    break;
+                p->data = nd;
+                p->cap = ncap;
+            }
+            ssize_t n = read(pipe_r[w], p->data + p->len, p->cap - p->len);
+            if (n <= 0)
+                break;
+            /* Keep order across the two streams: what the other one already
+             * holds goes out before this one grows. */
+            if (p->len == 0 && pend[1 - w].len)
+                send_locked(false);
+            if (!first_at)
+                first_at = now_ms();
+            p->len += (size_t)n;
+            if (p->len >= SEND_AT)
+                send_locked(false);
+        }
+    }
+}
+
+static void *pump_thread(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the main thread */
+    struct pollfd fds[2] = {{.fd = pipe_r[0], .events = POLLIN},
+                            {.fd = pipe_r[1], .events = POLLIN}};
+    for (;;) {
+        pthread_mutex_lock(&pump_mu);
+        int timeout = -1;
+        if (first_at) {
+            double left = first_at + FLUSH_MS - now_ms();
+            timeout = left <= 0 ? 0 : (int)left + 1;
+        }
+        pthread_mutex_unlock(&pump_mu);
+        int n = poll(fds, 2, timeout);
+        if (n < 0 && errno != EINTR)
+            break;
+        pthread_mutex_lock(&pump_mu);
+        drain_locked();
+        if (first_at && now_ms() >= first_at + FLUSH_MS)
+            send_locked(false);
+        pthread_mutex_unlock(&pump_mu);
+        if ((fds[0].revents | fds[1].revents) & (POLLHUP | POLLNVAL))
+            break;
+    }
+    return NULL;
+}
+
+int pump_start(void)
+{
+    for (int w = 0; w < 2; w++) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+            return -errno;
+        fcntl(p[0], F_SETPIPE_SZ, PIPE_SIZE);
+        fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+        if (dup2(p[1], w + 1) < 0)
+            return -errno;
+        close(p[1]);
+        pipe_r[w] = p[0];
+    }
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, pump_thread, NULL);
+    if (rc)
+        return -rc;
+    pthread_detach(t);
+    return 0;
+}
+
+void pump_flush(void)
+{
+    if (pipe_r[0] < 0)
+        return;
+    pthread_mutex_lock(&pump_mu);
+    drain_locked();
+    send_locked(true);
+    pthread_mutex_unlock(&pump_mu);
+}
+
+unsigned long pump_reset(unsigned long max_bytes)
+{
+    pthread_mutex_lock(&pump_mu);
+    unsigned long d = dropped_bytes;
+    cap_bytes = max_bytes;
+    sent_bytes = dropped_bytes = 0;
+    pthread_mutex_unlock(&pump_mu);
+    return d;
+}

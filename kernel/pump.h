@@ -1,0 +1,21 @@
+/* pump: the worker's stdout and stderr, as stream messages.
+ * File descriptors 1 and 2 become pipes that a thread reads, so output from
+ * Python, from C extensions and from os.write all arrive, in order, while the
+ * cell runs. Writes are gathered for a few milliseconds into one message;
+ * pump_flush sends everything written so far, before a result, a display or
+ * a reply goes out, so the order the cell produced is the order sent. */
+#ifndef SANDPIT_PUMP_H
+#define SANDPIT_PUMP_H
+
+/* Replaces fds 1 and 2 with pipes and starts the reading thread. 0 or -errno. */
+int pump_start(void);
+
+/* Sends what has been written to fds 1 and 2 up to now. Blocks (briefly): call
+ * it without holding Python's GIL. */
+void pump_flush(void);
+
+/* Sets the cap for the next cell (0: none) and resets the count; returns the
+ * bytes that the previous cell had dropped past its cap. */
+unsigned long pump_reset(unsigned long max_bytes);
+
+#endif

@@ -1,0 +1,368 @@
+/* pyrt: CPython inside the worker, and the _sandpit module it sees.
+ *
+ * What is hard here:
+ * - Signals. The interpreter is initialised with install_signal_handlers, so
+ *   that SIGINT becomes KeyboardInterrupt in the cell (a C handler installed
+ *   first would keep Python from installing its own and SIGINT would kill the
+ *   worker), and SIGPIPE/SIGXFSZ are ignored so a write past a limit is an
+ *   OSError rather than a dead process.
+ * - The GIL. Every call of _sandpit that may wait (the link, the output pump)
+ *   releases it, so threads started by a cell keep running and printing while
+ *   the main thread waits for the next request.
+ * - Finding the runtime. kernel/python/sandpit/ is compiled into the binary
+ *   (embedded.h); a small importer serves it, so the worker needs no files of
+ *   its own on disk and a sandboxed worker cannot be fed a different one.
+ * - Finding the interpreter. The binary is not python3, so the program name
+ *   is set to Debian's /usr/bin/python3: sys.prefix is then /usr and the
+ *   interpreter sees the same dist-packages as the system's python3. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "kernel/pyrt.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "kernel/log.h"
+#include "kernel/pump.h"
+#include "kernel/worker.h"
+
+#define PY_PREFIX "kernel/python/"
+
+static char py_version[32];
+
+const char *pyrt_version(void)
+{
+    return py_version;
+}
+
+/* --- the _sandpit module ------------------------------------------------------- */
+
+/* send(json: bytes | str, buffers: sequence of bytes-like = ()) -> None */
+static PyObject *sp_send(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer json;
+    PyObject *bufs = NULL;
+    if (!PyArg_ParseTuple(args, "s*|O:send", &json, &bufs))
+        return NULL;
+    struct wire_frame frames[LINK_MAX_BUFFERS];
+    Py_buffer views[LINK_MAX_BUFFERS];
+    Py_ssize_t n = 0;
+    PyObject *seq = NULL;
+    PyObject *result = NULL;
+    if (bufs && bufs != Py_None) {
+        seq = PySequence_Fast(bufs, "buffers must be a sequence");
+        if (!seq)
+            goto out;
+        if (PySequence_Fast_GET_SIZE(seq) > LINK_MAX_BUFFERS) {
+            PyErr_SetString(PyExc_ValueError, "too many buffers in one message");
+            goto out;
+        }
+        for (; n < PySequence_Fast_GET_SIZE(seq); n++) {
+            if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, n), &views[n],
+                                   PyBUF_CONTIG_RO) < 0)
+                goto out;
+            frames[n].data = views[n].buf;
+            frames[n].len = (size_t)views[n].len;
+        }
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = worker_send(json.buf, (size_t)json.len, frames, (size_t)n);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        errno = -rc;
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto out;
+    }
+    result = Py_NewRef(Py_None);
+out:
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyBuffer_Release(&views[i]);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&json);
+    return result;
+}
+
+/* recv(block: bool = True) -> (bytes, list[bytes]) | None
+ * None when block is false and nothing is waiting. Raises EOFError when the
+ * supervisor has gone, and whatever a signal handler raises (KeyboardInterrupt)
+ * when a signal arrives while waiting. */
+static PyObject *sp_recv(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int block = 1;
+    if (!PyArg_ParseTuple(args, "|p:recv", &block))
+        return NULL;
+    struct link_frame f;
+    int rc;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = worker_recv(&f, block);
+        Py_END_ALLOW_THREADS
+        if (rc != -EINTR)
+            break;
+        if (PyErr_CheckSignals() < 0)
+            return NULL;
+    }
+    if (rc == 0)
+        Py_RETURN_NONE;
+    if (rc == -EPIPE) {
+        PyErr_SetString(PyExc_EOFError, "the supervisor closed the link");
+        return NULL;
+    }
+    if (rc < 0) {
+        errno = -rc;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    PyObject *bufs = PyList_New((Py_ssize_t)f.nbuffers);
+    for (size_t i = 0; bufs && i < f.nbuffers; i++) {
+        PyObject *b = PyBytes_FromStringAndSize(f.buffers[i].data, (Py_ssize_t)f.buffers[i].len);
+        if (!b) {
+            Py_CLEAR(bufs);
+            break;
+        }
+        PyList_SET_ITEM(bufs, (Py_ssize_t)i, b);
+    }
+    PyObject *r = bufs ? Py_BuildValue("(y#N)", f.json, (Py_ssize_t)f.json_len, bufs) : NULL;
+    link_frame_release(&f);
+    return r;
+}
+
+/* flush() -> None: sends what fds 1 and 2 hold, before anything else goes out. */
+static PyObject *sp_flush(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    Py_BEGIN_ALLOW_THREADS
+    pump_flush();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* output_reset(max_bytes) -> int: sets the stream cap for the next cell; returns
+ * how many bytes the last one dropped past its cap. */
+static PyObject *sp_output_reset(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long max = 0;
+    if (!PyArg_ParseTuple(args, "k:output_reset", &max))
+        return NULL;
+    unsigned long dropped;
+    Py_BEGIN_ALLOW_THREADS
+    dropped = pump_reset(max);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLong(dropped);
+}
+
+/* log(level: int, text: str) -> None: a line in the kernel's log (0 error .. 3 debug). */
+static PyObject *sp_log(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int level;
+    const char *text;
+    if (!PyArg_ParseTuple(args, "is:log", &level, &text))
+        return NULL;
+    if (level < LOG_ERROR)
+        level = LOG_ERROR;
+    if (level > LOG_DEBUG)
+        level = LOG_DEBUG;
+    log_msg((enum log_level)level, "%s", text);
+    Py_RETURN_NONE;
+}
+
+/* sources() -> dict[str, tuple[str, bool]]: the embedded runtime, by module name. */
+static PyObject *sp_sources(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    PyObject *d = PyDict_New();
+    size_t plen = strlen(PY_PREFIX);
+    for (const struct embedded_file *f = embedded_files; d && f->path; f++) {
+        size_t n = strlen(f->path);
+        if (strncmp(f->path, PY_PREFIX, plen) != 0 || n < plen + 3 ||
+            strcmp(f->path + n - 3, ".py") != 0)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(n - plen - 3), f->path + plen);
+        for (char *p = name; *p; p++)
+            if (*p == '/')
+                *p = '.';
+        int is_pkg = 0;
+        size_t nl = strlen(name);
+        if (nl > 9 && strcmp(name + nl - 9, ".__init__") == 0) {
+            name[nl - 9] = 0;
+            is_pkg = 1;
+        }
+        PyObject *v = Py_BuildValue("(s#O)", (const char *)f->data, (Py_ssize_t)f->len,
+                                    is_pkg ? Py_True : Py_False);
+        if (!v || PyDict_SetItemString(d, name, v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+static PyMethodDef sp_methods[] = {
+    {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
+    {"recv", sp_recv, METH_VARARGS, "Receive the next frame from the supervisor."},
+    {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},
+    {"output_reset", sp_output_reset, METH_VARARGS, "Set the stream cap; get the drop."},
+    {"log", sp_log, METH_VARARGS, "Write a line to the kernel's log."},
+    {"sources", sp_sources, METH_NOARGS, "The embedded runtime's sources."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef sp_module = {
+    PyModuleDef_HEAD_INIT, "_sandpit", "The worker's link to the sandpit supervisor.", -1,
+    sp_methods, NULL, NULL, NULL, NULL,
+};
+
+static PyObject *sp_init(void)
+{
+    return PyModule_Create(&sp_module);
+}
+
+/* --- start-up ------------------------------------------------------------------- */
+
+/* An importer for the embedded runtime, first on sys.meta_path. Source files
+ * get the filename "<sandpit>/name.py" so tracebacks say where they are. */
+static const char bootstrap[] =
+    "import sys, _sandpit, importlib.abc, importlib.util\n"
+    "class _EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):\n"
+    "    sources = _sandpit.sources()\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name not in self.sources: return None\n"
+    "        return importlib.util.spec_from_loader(name, self,\n"
+    "            origin='<sandpit>/' + name.replace('.', '/') + '.py',\n"
+    "            is_package=self.sources[name][1])\n"
+    "    def get_source(self, name): return self.sources[name][0]\n"
+    "    def is_package(self, name): return self.sources[name][1]\n"
+    "    def get_code(self, name):\n"
+    "        return compile(self.sources[name][0],\n"
+    "                       '<sandpit>/' + name.replace('.', '/') + '.py', 'exec',\n"
+    "                       dont_inherit=True)\n"
+    "    def exec_module(self, module):\n"
+    "        module.__file__ = module.__spec__.origin\n"
+    "        exec(self.get_code(module.__name__), module.__dict__)\n"
+    "sys.meta_path.insert(0, _EmbeddedFinder())\n";
+
+static void fmt_exception(char *err, size_t errlen, const char *what)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+    snprintf(err, errlen, "%s: %s: %s", what,
+             type ? ((PyTypeObject *)type)->tp_name : "?", text ? text : "?");
+    Py_XDECREF(s);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+}
+
+int pyrt_init(const struct options *o, char *err, size_t errlen)
+{
+    (void)o;
+    if (PyImport_AppendInittab("_sandpit", sp_init) < 0) {
+        snprintf(err, errlen, "cannot register _sandpit");
+        return -1;
+    }
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.install_signal_handlers = 1;
+    config.parse_argv = 0;
+    config.safe_path = 1;
+    config.user_site_directory = 0;
+    config.write_bytecode = 0;
+    config.buffered_stdio = 0;
+    PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, SANDPIT_PYTHON);
+    if (!PyStatus_Exception(st)) {
+        char *argv0[] = {""};
+        st = PyConfig_SetBytesArgv(&config, 1, argv0);
+    }
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+        snprintf(err, errlen, "%s", st.err_msg ? st.err_msg : "Py_InitializeFromConfig failed");
+        return -1;
+    }
+    const char *v = Py_GetVersion();
+    size_t n = strcspn(v, " ");
+    snprintf(py_version, sizeof py_version, "%.*s", (int)n, v);
+
+    PyObject *main = PyImport_AddModule("__main__");
+    PyObject *globals = main ? PyModule_GetDict(main) : NULL;
+    PyObject *r = globals ? PyRun_String(bootstrap, Py_file_input, globals, globals) : NULL;
+    if (!r) {
+        fmt_exception(err, errlen, "cannot install the runtime importer");
+        return -1;
+    }
+    Py_DECREF(r);
+    /* The bootstrap's names are not the user's. */
+    PyDict_DelItemString(globals, "_EmbeddedFinder");
+    PyObject *rt = PyImport_ImportModule("sandpit.runtime");
+    if (!rt) {
+        fmt_exception(err, errlen, "cannot import sandpit.runtime");
+        return -1;
+    }
+    Py_DECREF(rt);
+    return 0;
+}
+
+void pyrt_preload(const char *modules)
+{
+    char *copy = strdup(modules), *save = NULL;
+    for (char *name = copy ? strtok_r(copy, ",", &save) : NULL; name;
+         name = strtok_r(NULL, ",", &save)) {
+        while (*name == ' ')
+            name++;
+        if (!*name)
+            continue;
+        PyObject *m = PyImport_ImportModule(name);
+        if (!m) {
+            char err[512];
+            fmt_exception(err, sizeof err, name);
+            log_warn("cannot preload %s", err);
+        }
+        Py_XDECREF(m);
+    }
+    free(copy);
+}
+
+static int call_runtime(const char *fn, const char *arg)
+{
+    PyObject *rt = PyImport_ImportModule("sandpit.runtime");
+    PyObject *r = rt ? PyObject_CallMethod(rt, fn, arg ? "s" : NULL, arg) : NULL;
+    int rc = 0;
+    if (!r) {
+        char err[512];
+        fmt_exception(err, sizeof err, fn);
+        log_error("%s", err);
+        rc = -1;
+    } else if (PyLong_Check(r)) {
+        rc = (int)PyLong_AsLong(r);
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(rt);
+    return rc;
+}
+
+void pyrt_before_lock(void)
+{
+    call_runtime("prepare_lock", NULL);
+}
+
+int pyrt_serve(const char *hello_json)
+{
+    int rc = call_runtime("serve", hello_json);
+    /* The link is closed: the supervisor has gone or is replacing us. Skip
+     * Python's finalisation, which may run user code (atexit, __del__). */
+    fflush(NULL);
+    return rc < 0 ? 1 : rc;
+}

@@ -1,0 +1,30 @@
+/* pyrt: the embedded CPython of the worker. The only part of the supervisor's
+ * binary that includes Python.h; it exposes the built-in module _sandpit (the
+ * link, the output pump) to the Python runtime in kernel/python/sandpit/,
+ * which does the per-cell work. No Python object crosses this header. */
+#ifndef SANDPIT_PYRT_H
+#define SANDPIT_PYRT_H
+
+#include <stddef.h>
+
+#include "kernel/options.h"
+
+/* Initialises CPython with its signal handlers (so SIGINT raises
+ * KeyboardInterrupt), makes the embedded runtime importable and imports it.
+ * 0, or -1 with a sentence in err. */
+int pyrt_init(const struct options *o, char *err, size_t errlen);
+
+/* Imports each module of a comma-separated list; a failure is logged, not fatal. */
+void pyrt_preload(const char *modules);
+
+/* The interpreter's version ("3.11.2"); static storage. */
+const char *pyrt_version(void);
+
+/* Calls sandpit.runtime.prepare_lock(): what must happen before seccomp. */
+void pyrt_before_lock(void);
+
+/* Runs the request loop (sandpit.runtime.serve) until the link closes.
+ * Returns the worker's exit status. */
+int pyrt_serve(const char *hello_json);
+
+#endif

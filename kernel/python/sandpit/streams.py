@@ -1,0 +1,116 @@
+"""sys.stdout and sys.stderr of the worker, and input() and getpass().
+
+The streams write straight through to file descriptors 1 and 2, which are
+pipes read by the worker's output pump (kernel/pump.c): output from Python
+and from C code meets there, in order, and the pump turns it into stream
+messages. Writing through means a print is never stuck in a buffer when a
+cell ends, crashes or waits.
+"""
+
+import builtins
+import getpass as _getpass
+import io
+import os
+import sys
+
+from . import _kernel
+
+_allow_stdin = False
+
+
+class StdinNotImplementedError(NotImplementedError):
+    """input() was called, but the client that sent the cell does not take input."""
+
+
+class _BinaryWriter(io.RawIOBase):
+    def __init__(self, fd):
+        self._fd = fd
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        view = memoryview(b).cast("B")
+        total = len(view)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+        return total
+
+    def fileno(self):
+        return self._fd
+
+
+class OutStream(io.TextIOBase):
+    """A text stream on fd 1 or 2 that writes through."""
+
+    def __init__(self, fd, name):
+        self._fd = fd
+        self.name = name
+        self.buffer = _BinaryWriter(fd)
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self._fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        if s:
+            self.buffer.write(s.encode("utf-8", "replace"))
+        return len(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+
+def install():
+    sys.stdout = OutStream(1, "<stdout>")
+    sys.stderr = OutStream(2, "<stderr>")
+    sys.stdin = io.StringIO("")  # nothing to read: input() asks the client instead
+    builtins.input = input
+    _getpass.getpass = getpass
+
+
+def begin_cell(allow_stdin):
+    global _allow_stdin
+    _allow_stdin = bool(allow_stdin)
+
+
+def _ask(prompt, password):
+    if not _allow_stdin:
+        raise StdinNotImplementedError(
+            "input() is not available: the client that sent this cell does not accept "
+            "input (allow_stdin is false)")
+    from . import runtime
+    _kernel.flush()
+    _kernel.send({"type": "input_request",
+                  "content": {"prompt": str(prompt), "password": bool(password)}})
+    reply, _ = runtime.wait_for("input_reply")
+    content = reply.get("content", {})
+    value = content.get("value", "")
+    if not isinstance(value, str):
+        value = str(value)
+    return value
+
+
+def input(prompt=""):
+    """Asks the client for a line of input (input_request on the stdin channel)."""
+    return _ask(prompt, False)
+
+
+def getpass(prompt="Password: ", stream=None):
+    """Asks the client for a password: the client does not echo it."""
+    return _ask(prompt, True)

@@ -1,0 +1,194 @@
+/* worker: the process that runs cells, and its end of the link.
+ *
+ * The order of start-up is the point of this file (see sandbox/POLICY.md):
+ * descriptors are already closed by the supervisor (only stdio and the link
+ * survive the exec); then resource limits, namespaces and Landlock while the
+ * process still has a single thread; then CPython, initialised with its own
+ * signal handlers, and the modules to preload; then no-new-privileges and the
+ * seccomp filter on every thread. Only then does the worker say hello, so no
+ * request ever runs before the sandbox is locked. */
+#include "kernel/worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernel/log.h"
+#include "kernel/options.h"
+#include "kernel/pump.h"
+#include "kernel/pyrt.h"
+#include "sandbox/sandbox.h"
+
+static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct link_reader reader;
+
+int worker_send(const char *json, size_t json_len, const struct wire_frame *buffers,
+                size_t nbuffers)
+{
+    unsigned char *frame;
+    size_t len;
+    int rc = link_encode(json, json_len, buffers, nbuffers, &frame, &len);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&send_mu);
+    rc = link_write_all(WORKER_LINK_FD, frame, len);
+    pthread_mutex_unlock(&send_mu);
+    free(frame);
+    return rc;
+}
+
+int worker_recv(struct link_frame *out, bool block)
+{
+    pthread_mutex_lock(&recv_mu);
+    int rc;
+    for (;;) {
+        rc = link_reader_next(&reader, out);
+        if (rc != 0)
+            break;
+        struct pollfd pfd = {.fd = WORKER_LINK_FD, .events = POLLIN};
+        int n = poll(&pfd, 1, block ? -1 : 0);
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        if (n == 0) {
+            rc = 0;
+            break;
+        }
+        ssize_t got = link_reader_fill(&reader, WORKER_LINK_FD);
+        if (got == 0 || got == -ECONNRESET) {
+            rc = -EPIPE;
+            break;
+        }
+        if (got < 0 && got != -EAGAIN) {
+            rc = (int)got;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&recv_mu);
+    return rc;
+}
+
+/* The folders the interpreter reads: its prefix and where packages live. */
+static const char *const python_ro_paths[] = {
+    "/usr", "/lib", "/lib64", "/etc/python3.11", NULL,
+};
+
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        mkdir(buf, 0700);
+        *p = '/';
+    }
+    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+static void set_environment(const struct options *o)
+{
+    char path[4096];
+    setenv("TMPDIR", o->tmpdir, 1);
+    /* matplotlib writes its font cache here; the inline backend is ours. */
+    snprintf(path, sizeof path, "%s/matplotlib", o->tmpdir);
+    mkdir_p(path);
+    setenv("MPLCONFIGDIR", path, 1);
+    setenv("MPLBACKEND", "module://sandpit.mpl_backend", 1);
+    setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+    /* Code in a notebook expects a terminal-less, colourful-enough world. */
+    setenv("TERM", "xterm-256color", 0);
+    setenv("CLICOLOR", "1", 0);
+    setenv("PAGER", "cat", 1);
+    setenv("JPY_PARENT_PID", "1", 0);
+}
+
+static char *hello_json(const struct sandbox_report *r)
+{
+    json_t *layers = json_array();
+    for (size_t i = 0; r && i < r->n; i++)
+        json_array_append_new(layers, json_pack("{s:s, s:s, s:s}", "name", r->layers[i].name,
+                                                "state",
+                                                sandbox_state_name(r->layers[i].state),
+                                                "detail", r->layers[i].detail));
+    json_t *hello = json_pack("{s:s, s:s, s:i, s:o}", "type", "hello", "python_version",
+                              pyrt_version(), "pid", (int)getpid(), "sandbox", layers);
+    char *text = hello ? json_dumps(hello, JSON_COMPACT) : NULL;
+    json_decref(hello);
+    return text;
+}
+
+int worker_main(int argc, char **argv)
+{
+    struct options o;
+    options_init(&o);
+    char err[512];
+    /* The log keeps the supervisor's stderr; fd 2 itself will become a pipe. */
+    int logfd = fcntl(2, F_DUPFD_CLOEXEC, 10);
+    log_init("worker", LOG_WARN, logfd >= 0 ? logfd : 2);
+    if (options_parse(&o, argc, argv, err, sizeof err) || !o.workspace || !o.tmpdir) {
+        log_error("bad worker command line: %s", o.workspace ? err : "no workspace");
+        return 2;
+    }
+    log_init("worker", o.log_level, logfd >= 0 ? logfd : 2);
+    fcntl(WORKER_LINK_FD, F_SETFD, FD_CLOEXEC);
+    link_reader_init(&reader);
+    if (chdir(o.workspace) != 0) {
+        log_error("cannot enter the workspace %s: %s", o.workspace, strerror(errno));
+        return 2;
+    }
+    set_environment(&o);
+
+    struct sandbox_policy policy;
+    struct sandbox_report report;
+    sandbox_policy_init(&policy);
+    policy.enabled = o.sandbox;
+    policy.network = o.network;
+    policy.workspace = o.workspace;
+    policy.tmpdir = o.tmpdir;
+    policy.ro_paths = python_ro_paths;
+    policy.memory_bytes = (uint64_t)o.memory_mib << 20;
+    policy.max_file_bytes = (uint64_t)o.max_file_mib << 20;
+    memset(&report, 0, sizeof report);
+    int rc = sandbox_enter(&policy, &report);
+    if (rc) {
+        log_error("cannot confine the worker: %s", strerror(-rc));
+        return 3;
+    }
+
+    if (pyrt_init(&o, err, sizeof err) != 0) {
+        log_error("cannot start Python: %s", err);
+        return 4;
+    }
+    if (o.preload)
+        pyrt_preload(o.preload);
+    if ((rc = pump_start()) != 0) {
+        log_error("cannot capture the output: %s", strerror(-rc));
+        return 5;
+    }
+    pyrt_before_lock();
+    rc = sandbox_lock(&policy, &report);
+    if (rc) {
+        log_error("cannot lock the sandbox: %s", strerror(-rc));
+        return 3;
+    }
+    for (size_t i = 0; i < report.n; i++)
+        log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
+                 sandbox_state_name(report.layers[i].state),
+                 report.layers[i].detail[0] ? ", " : "", report.layers[i].detail);
+    char *hello = hello_json(&report);
+    rc = pyrt_serve(hello);
+    free(hello);
+    options_release(&o);
+    return rc;
+}

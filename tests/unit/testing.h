@@ -1,0 +1,50 @@
+/* A small unit-test runner: each test runs in its own forked process with a
+ * timeout, so a crash, an abort or a hang fails that test alone (seccomp and
+ * Py_Initialize cannot be undone in a process, and neither can a segfault).
+ *
+ * A test file lists its tests in a table and calls testing_main():
+ *
+ *     static void test_x(void) { CHECK(1 + 1 == 2); }
+ *     static const struct testing_case cases[] = {TESTING_CASE(test_x), {0}};
+ *     int main(int argc, char **argv) { return testing_main(argc, argv, cases); }
+ */
+#ifndef SANDPIT_TESTING_H
+#define SANDPIT_TESTING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct testing_case {
+    const char *name;
+    void (*fn)(void);
+    unsigned timeout_s; /* 0: the default of 10 s */
+};
+
+#define TESTING_CASE(fn) {#fn, fn, 0}
+#define TESTING_CASE_TIMEOUT(fn, s) {#fn, fn, s}
+
+/* Records a failure (with file and line) and goes on; the test fails at its end. */
+#define CHECK(cond) testing_check((cond), #cond, __FILE__, __LINE__)
+/* Records a failure and ends the test at once. */
+#define REQUIRE(cond)                                                                    \
+    do {                                                                                 \
+        if (!testing_check((cond), #cond, __FILE__, __LINE__))                           \
+            testing_abort();                                                             \
+    } while (0)
+#define CHECK_STR(a, b) testing_check_str((a), (b), #a, __FILE__, __LINE__)
+#define CHECK_INT(a, b) testing_check_int((long long)(a), (long long)(b), #a, __FILE__, __LINE__)
+
+bool testing_check(bool ok, const char *expr, const char *file, int line);
+bool testing_check_str(const char *got, const char *want, const char *expr, const char *file,
+                       int line);
+bool testing_check_int(long long got, long long want, const char *expr, const char *file,
+                       int line);
+_Noreturn void testing_abort(void);
+
+/* Path of a fixture file under tests/unit/fixtures/ (borrowed static buffer). */
+const char *testing_fixture(const char *name);
+
+/* Runs every case (or only those named on the command line); returns the exit status. */
+int testing_main(int argc, char **argv, const struct testing_case *cases);
+
+#endif
