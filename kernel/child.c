@@ -93,6 +93,7 @@ int child_start(struct child *c, char *const argv[])
     c->fd = sv[0];
     c->state = CHILD_STARTING;
     c->started_at = now_mono();
+    c->link_closed = false;
     c->out_len = 0;
     c->reader.off = c->reader.len = 0;
     log_info("started worker %d", (int)pid);

@@ -27,6 +27,7 @@ struct child {
     unsigned char *out; /* bytes not yet written to the link */
     size_t out_len, out_cap;
     double started_at; /* monotonic seconds */
+    bool link_closed;  /* the link closed before the process ended */
 };
 
 void child_init(struct child *c);

@@ -75,19 +75,20 @@ static void reply_error(struct kernel *k, const struct request *req, const char 
         json_object_set_new(c, "user_expressions", json_object());
         json_object_set_new(c, "payload", json_array());
     }
-    kernel_reply(k, req, reply_type(req, type, sizeof type), &c, reply_metadata(k, "error"));
+    kernel_reply(k, req, reply_type(req, type, sizeof type), &c,
+                 reply_metadata(k, "error"));
 }
 
 /* --- handlers the supervisor answers ------------------------------------------ */
 
 static json_t *sandbox_summary(struct kernel *k)
 {
-    json_t *s = json_pack("{s:b, s:b, s:s, s:f, s:I, s:I, s:I}", "enabled",
-                          k->opts->sandbox, "network", k->opts->network, "workspace",
-                          k->workspace, "timeout", k->opts->timeout_s, "memory_mib",
-                          (json_int_t)k->opts->memory_mib, "max_output_bytes",
-                          (json_int_t)k->opts->max_output, "max_file_mib",
-                          (json_int_t)k->opts->max_file_mib);
+    json_t *s =
+        json_pack("{s:b, s:b, s:s, s:f, s:I, s:I, s:I}", "enabled", k->opts->sandbox,
+                  "network", k->opts->network, "workspace", k->workspace, "timeout",
+                  k->opts->timeout_s, "memory_mib", (json_int_t)k->opts->memory_mib,
+                  "max_output_bytes", (json_int_t)k->opts->max_output, "max_file_mib",
+                  (json_int_t)k->opts->max_file_mib);
     if (s)
         json_object_set(s, "layers", k->sandbox_report ? k->sandbox_report : json_null());
     return s;
@@ -106,12 +107,13 @@ static void handle_kernel_info(struct kernel *k, struct request *req)
     json_t *c = json_pack(
         "{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:{s:s, s:i}, s:s, s:s, s:s}, s:s, "
         "s:[{s:s, s:s}], s:b}",
-        "status", "ok", "protocol_version", MSG_PROTOCOL_VERSION, "implementation", "sandpit",
-        "implementation_version", SANDPIT_VERSION, "language_info", "name", "python",
-        "version", k->python_version, "mimetype", "text/x-python", "codemirror_mode", "name",
-        "ipython", "version", 3, "pygments_lexer", "ipython3", "nbconvert_exporter", "python",
-        "file_extension", ".py", "banner", banner, "help_links", "text", "Python Reference",
-        "url", "https://docs.python.org/3.11/", "debugger", 0);
+        "status", "ok", "protocol_version", MSG_PROTOCOL_VERSION, "implementation",
+        "sandpit", "implementation_version", SANDPIT_VERSION, "language_info", "name",
+        "python", "version", k->python_version, "mimetype", "text/x-python",
+        "codemirror_mode", "name", "ipython", "version", 3, "pygments_lexer", "ipython3",
+        "nbconvert_exporter", "python", "file_extension", ".py", "banner", banner,
+        "help_links", "text", "Python Reference", "url", "https://docs.python.org/3.11/",
+        "debugger", 0);
     if (c)
         json_object_set_new(c, "sandpit", sandbox_summary(k));
     kernel_reply(k, req, "kernel_info_reply", &c, NULL);
@@ -217,7 +219,8 @@ static void send_aborted(struct kernel *k, struct request *r)
     char type[96];
     begin(k, r);
     json_t *c = json_pack("{s:s}", "status", "aborted");
-    kernel_reply(k, r, reply_type(r, type, sizeof type), &c, reply_metadata(k, "aborted"));
+    kernel_reply(k, r, reply_type(r, type, sizeof type), &c,
+                 reply_metadata(k, "aborted"));
     end(k, r);
 }
 
@@ -285,11 +288,11 @@ static void start_request(struct kernel *k, struct request *r)
             kernel_publish(k, r->msg->header, "execute_input", &c);
         }
     }
-    json_t *w = json_pack("{s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f}", "type", "request",
-                          "msg_type", msg_type(r->msg), "header", r->msg->header, "content",
-                          r->msg->content, "metadata", r->msg->metadata, "execution_count",
-                          r->execution_count, "silent", r->silent, "store_history",
-                          r->store_history, "timeout", r->timeout_s);
+    json_t *w = json_pack(
+        "{s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f}", "type", "request", "msg_type",
+        msg_type(r->msg), "header", r->msg->header, "content", r->msg->content,
+        "metadata", r->msg->metadata, "execution_count", r->execution_count, "silent",
+        r->silent, "store_history", r->store_history, "timeout", r->timeout_s);
     k->current = r;
     k->child.state = CHILD_BUSY;
     r->sent_at = kernel_now();
@@ -373,10 +376,11 @@ static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
     bool execute = strcmp(msg_type(r->msg), "execute_request") == 0;
     if (r->dropped_bytes) {
         char line[256];
-        snprintf(line, sizeof line,
-                 "\n[sandpit: output limit of %lu bytes reached; %lu more bytes of output "
-                 "were dropped]\n",
-                 k->opts->max_output, r->dropped_bytes);
+        snprintf(
+            line, sizeof line,
+            "\n[sandpit: output limit of %lu bytes reached; %lu more bytes of output "
+            "were dropped]\n",
+            k->opts->max_output, r->dropped_bytes);
         json_t *c = json_pack("{s:s, s:s}", "name", "stderr", "text", line);
         kernel_publish(k, r->msg->header, "stream", &c);
     }
@@ -393,9 +397,9 @@ static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
         json_object_update(md, metadata);
     bool failed = strcmp(status, "error") == 0;
     kernel_reply(k, r, reply_type(r, type, sizeof type), &c, md);
+    end(k, r);
     if (execute && failed && r->stop_on_error && !r->silent)
         abort_queued(k, false);
-    end(k, r);
     request_free(r);
 }
 
@@ -415,15 +419,17 @@ void dispatch_worker_lost(struct kernel *k, const char *why)
         kernel_publish(k, r->msg->header, "error", &c);
     }
     reply_error(k, r, ename, why);
-    if (strcmp(msg_type(r->msg), "execute_request") == 0 && r->stop_on_error && !r->silent)
-        abort_queued(k, false);
     end(k, r);
+    if (strcmp(msg_type(r->msg), "execute_request") == 0 && r->stop_on_error &&
+        !r->silent)
+        abort_queued(k, false);
     request_free(r);
 }
 
 /* Output to the client counts against the cell's cap; past it, output is
  * dropped (and counted) rather than sent or kept. */
-static bool within_cap(struct kernel *k, struct request *r, const char *type, json_t *content)
+static bool within_cap(struct kernel *k, struct request *r, const char *type,
+                       json_t *content)
 {
     if (!r || !k->opts->max_output)
         return true;
@@ -463,8 +469,9 @@ static bool within_cap(struct kernel *k, struct request *r, const char *type, js
 }
 
 static const char *const iopub_types[] = {
-    "stream", "display_data", "update_display_data", "execute_result", "error",
-    "clear_output", "comm_open", "comm_msg", "comm_close",
+    "stream",         "display_data", "update_display_data",
+    "execute_result", "error",        "clear_output",
+    "comm_open",      "comm_msg",     "comm_close",
 };
 
 static void worker_iopub(struct kernel *k, json_t *obj, struct link_frame *f)
@@ -482,12 +489,13 @@ static void worker_iopub(struct kernel *k, json_t *obj, struct link_frame *f)
     if (!within_cap(k, k->current, type, content))
         return;
     if (k->current && strcmp(type, "execute_result") == 0 && k->current->store_history) {
-        const char *text =
-            json_string_value(json_object_get(json_object_get(content, "data"), "text/plain"));
+        const char *text = json_string_value(
+            json_object_get(json_object_get(content, "data"), "text/plain"));
         if (text)
             history_set_output(&k->history, k->current->execution_count, text);
     }
-    struct msg *m = msg_make(&k->session, type, NULL, &(json_t *){json_incref(content)}, false);
+    struct msg *m =
+        msg_make(&k->session, type, NULL, &(json_t *){json_incref(content)}, false);
     if (!m)
         return;
     json_t *md = json_object_get(obj, "metadata");
@@ -553,7 +561,8 @@ void dispatch_worker_frame(struct kernel *k, struct link_frame *f)
         worker_iopub(k, obj, f);
     } else if (strcmp(type, "reply") == 0) {
         if (k->current && k->child.state == CHILD_BUSY)
-            finish_request(k, json_object_get(obj, "content"), json_object_get(obj, "metadata"));
+            finish_request(k, json_object_get(obj, "content"),
+                           json_object_get(obj, "metadata"));
         else
             log_warn("the worker sent a reply with no request running");
     } else if (strcmp(type, "hello") == 0) {

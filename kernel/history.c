@@ -87,7 +87,8 @@ static json_t *entry_json(const struct history_entry *e, bool output)
     if (!input)
         input = json_string("");
     if (output)
-        input = json_pack("[o, o]", input, e->output ? json_string(e->output) : json_null());
+        input =
+            json_pack("[o, o]", input, e->output ? json_string(e->output) : json_null());
     return json_pack("[i, i, o]", e->session, e->line, input);
 }
 
@@ -97,7 +98,8 @@ static long get_int(const json_t *req, const char *key, long dflt)
     return json_is_integer(v) ? (long)json_integer_value(v) : dflt;
 }
 
-json_t *history_query(const struct history *h, const json_t *req, char *err, size_t errlen)
+json_t *history_query(const struct history *h, const json_t *req, char *err,
+                      size_t errlen)
 {
     const char *type = json_string_value(json_object_get(req, "hist_access_type"));
     bool output = json_is_true(json_object_get(req, "output"));
@@ -147,8 +149,8 @@ json_t *history_query(const struct history *h, const json_t *req, char *err, siz
         json_decref(rev);
     } else {
         json_decref(list);
-        snprintf(err, errlen, "unknown hist_access_type \"%s\" (use tail, range or search)",
-                 type);
+        snprintf(err, errlen,
+                 "unknown hist_access_type \"%s\" (use tail, range or search)", type);
         return NULL;
     }
     return list;

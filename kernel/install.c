@@ -22,11 +22,12 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sandpit install [--user | --prefix DIR] [--name NAME]\n"
-               "                       [--display-name TEXT] [--profile default|agent]\n"
-               "                       [--interrupt-mode message|signal] [kernel options]\n\n"
-               "Writes a Jupyter kernelspec that starts this sandpit binary.\n\n"
-               "kernel options (written into the kernelspec's argv):\n");
+    fprintf(
+        f, "usage: sandpit install [--user | --prefix DIR] [--name NAME]\n"
+           "                       [--display-name TEXT] [--profile default|agent]\n"
+           "                       [--interrupt-mode message|signal] [kernel options]\n\n"
+           "Writes a Jupyter kernelspec that starts this sandpit binary.\n\n"
+           "kernel options (written into the kernelspec's argv):\n");
     options_usage(f);
 }
 
@@ -66,16 +67,19 @@ static int data_dir(bool user, const char *prefix, char *out, size_t len)
 {
     const char *v;
     if (prefix)
-        return snprintf(out, len, "%s/share/jupyter", prefix) < (int)len ? 0 : -ENAMETOOLONG;
+        return snprintf(out, len, "%s/share/jupyter", prefix) < (int)len ? 0
+                                                                         : -ENAMETOOLONG;
     if (!user)
-        return snprintf(out, len, "/usr/local/share/jupyter") < (int)len ? 0 : -ENAMETOOLONG;
+        return snprintf(out, len, "/usr/local/share/jupyter") < (int)len ? 0
+                                                                         : -ENAMETOOLONG;
     if ((v = getenv("JUPYTER_DATA_DIR")) && *v)
         return snprintf(out, len, "%s", v) < (int)len ? 0 : -ENAMETOOLONG;
     if ((v = getenv("XDG_DATA_HOME")) && *v)
         return snprintf(out, len, "%s/jupyter", v) < (int)len ? 0 : -ENAMETOOLONG;
     if (!(v = getenv("HOME")) || !*v)
         return -ENOENT;
-    return snprintf(out, len, "%s/.local/share/jupyter", v) < (int)len ? 0 : -ENAMETOOLONG;
+    return snprintf(out, len, "%s/.local/share/jupyter", v) < (int)len ? 0
+                                                                       : -ENAMETOOLONG;
 }
 
 static bool valid_name(const char *name)
@@ -83,8 +87,8 @@ static bool valid_name(const char *name)
     if (!*name || strlen(name) > 64)
         return false;
     for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '-' || *p == '_' || *p == '.'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
             return false;
     return true;
 }
@@ -122,7 +126,8 @@ int install_main(int argc, char **argv)
             if (strcmp(p, "agent") == 0) {
                 agent = true;
             } else if (strcmp(p, "default") != 0) {
-                fprintf(stderr, "sandpit install: unknown profile \"%s\" (default, agent)\n", p);
+                fprintf(stderr,
+                        "sandpit install: unknown profile \"%s\" (default, agent)\n", p);
                 goto out;
             }
         } else {
@@ -145,7 +150,8 @@ int install_main(int argc, char **argv)
         o.network = false;
     }
     char err[256];
-    if (options_parse(&o, nrest, rest, err, sizeof err) || options_check(&o, err, sizeof err)) {
+    if (options_parse(&o, nrest, rest, err, sizeof err) ||
+        options_check(&o, err, sizeof err)) {
         fprintf(stderr, "sandpit install: %s\n", err);
         goto out;
     }
@@ -154,8 +160,9 @@ int install_main(int argc, char **argv)
     if (!display)
         display = agent ? "Python 3 (sandpit, agent)" : "Python 3 (sandpit)";
     if (!valid_name(name)) {
-        fprintf(stderr, "sandpit install: a kernel name uses only letters, digits, -, _ "
-                        "and . (\"%s\")\n",
+        fprintf(stderr,
+                "sandpit install: a kernel name uses only letters, digits, -, _ "
+                "and . (\"%s\")\n",
                 name);
         goto out;
     }
@@ -187,12 +194,13 @@ int install_main(int argc, char **argv)
         free(kargv[i]);
     }
     free(kargv);
-    json_t *spec = json_pack("{s:o, s:s, s:s, s:s, s:{s:b}}", "argv", jargv, "display_name",
-                             display, "language", "python", "interrupt_mode", interrupt_mode,
-                             "metadata", "debugger", 0);
+    json_t *spec = json_pack("{s:o, s:s, s:s, s:s, s:{s:b}}", "argv", jargv,
+                             "display_name", display, "language", "python",
+                             "interrupt_mode", interrupt_mode, "metadata", "debugger", 0);
     char *text = spec ? json_dumps(spec, JSON_INDENT(2)) : NULL;
     json_decref(spec);
-    if (!text || (rc = mkdir_p(dir)) != 0 || (rc = write_file(dir, "kernel.json", text, strlen(text))) != 0) {
+    if (!text || (rc = mkdir_p(dir)) != 0 ||
+        (rc = write_file(dir, "kernel.json", text, strlen(text))) != 0) {
         fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
                 strerror(rc ? -rc : ENOMEM));
         free(text);

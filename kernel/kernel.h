@@ -25,10 +25,10 @@ struct request {
     /* execute_request only */
     int execution_count;
     bool silent, store_history, stop_on_error;
-    double timeout_s;       /* effective limit for this cell; 0: none */
-    double sent_at;         /* monotonic time it went to the worker */
+    double timeout_s; /* effective limit for this cell; 0: none */
+    double sent_at;   /* monotonic time it went to the worker */
     bool interrupted_for_timeout;
-    double interrupt_deadline; /* after SIGINT: restart the worker if still running */
+    double interrupt_deadline;   /* after SIGINT: restart the worker if still running */
     unsigned long output_bytes;  /* output sent for this request */
     unsigned long dropped_bytes; /* output dropped past the cap */
 };
@@ -68,7 +68,8 @@ void kernel_reply(struct kernel *k, const struct request *req, const char *msg_t
                   json_t **content, json_t *metadata);
 void kernel_publish(struct kernel *k, const json_t *parent_header, const char *msg_type,
                     json_t **content);
-void kernel_publish_status(struct kernel *k, const struct request *req, const char *state);
+void kernel_publish_status(struct kernel *k, const struct request *req,
+                           const char *state);
 /* Sends a JSON object to the worker (borrowed). 0 or -errno. */
 int kernel_send_worker(struct kernel *k, const json_t *obj);
 /* Kills the worker and starts another; the running request, if any, is

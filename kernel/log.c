@@ -52,9 +52,9 @@ void log_msg(enum log_level level, const char *fmt, ...)
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     localtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof line, "[sandpit %s %02d:%02d:%02d.%03ld %s] ", log_role,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
-                     names[level]);
+    int n =
+        snprintf(line, sizeof line, "[sandpit %s %02d:%02d:%02d.%03ld %s] ", log_role,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof line)

@@ -20,15 +20,17 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "sandpit %s: a Jupyter kernel that runs Python in a sandbox\n\n"
-               "usage:\n"
-               "  sandpit kernel -f CONNECTION_FILE [options]\n"
-               "  sandpit install [--user | --prefix DIR] [--name NAME] [--display-name TEXT]\n"
-               "                  [--profile default|agent] [options]\n"
-               "  sandpit check-sandbox [options]\n"
-               "  sandpit --version\n\n"
-               "options:\n",
-            SANDPIT_VERSION);
+    fprintf(
+        f,
+        "sandpit %s: a Jupyter kernel that runs Python in a sandbox\n\n"
+        "usage:\n"
+        "  sandpit kernel -f CONNECTION_FILE [options]\n"
+        "  sandpit install [--user | --prefix DIR] [--name NAME] [--display-name TEXT]\n"
+        "                  [--profile default|agent] [options]\n"
+        "  sandpit check-sandbox [options]\n"
+        "  sandpit --version\n\n"
+        "options:\n",
+        SANDPIT_VERSION);
     options_usage(f);
 }
 
@@ -38,7 +40,8 @@ static int kernel_main(int argc, char **argv)
     options_init(&o);
     char err[512];
     int status = 2;
-    if (options_parse(&o, argc, argv, err, sizeof err) || options_check(&o, err, sizeof err)) {
+    if (options_parse(&o, argc, argv, err, sizeof err) ||
+        options_check(&o, err, sizeof err)) {
         fprintf(stderr, "sandpit kernel: %s\n", err);
         goto out;
     }
@@ -105,7 +108,8 @@ int main(int argc, char **argv)
         printf("sandpit %s (Python %s)\n", SANDPIT_VERSION, SANDPIT_PY_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+        strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;
     }

@@ -27,14 +27,19 @@ struct opt {
 static const struct opt table[] = {
     {"workspace", OPT_STRING, OFF(workspace),
      "DIR    folder the code may read and write (default: where the kernel starts)"},
-    {"timeout", OPT_DOUBLE, OFF(timeout_s), "S      wall-clock limit per cell in seconds; 0: none"},
-    {"memory", OPT_ULONG, OFF(memory_mib), "MIB    memory limit of the worker in MiB; 0: none"},
+    {"timeout", OPT_DOUBLE, OFF(timeout_s),
+     "S      wall-clock limit per cell in seconds; 0: none"},
+    {"memory", OPT_ULONG, OFF(memory_mib),
+     "MIB    memory limit of the worker in MiB; 0: none"},
     {"max-output", OPT_ULONG, OFF(max_output),
      "BYTES  output a cell may send (streams and displays); 0: none"},
-    {"max-file", OPT_ULONG, OFF(max_file_mib), "MIB    largest file a cell may write; 0: none"},
-    {"network", OPT_ONOFF, OFF(network), "on|off network access for the code (default off)"},
+    {"max-file", OPT_ULONG, OFF(max_file_mib),
+     "MIB    largest file a cell may write; 0: none"},
+    {"network", OPT_ONOFF, OFF(network),
+     "on|off network access for the code (default off)"},
     {"sandbox", OPT_ONOFF, OFF(sandbox), "on|off confine the worker (default on)"},
-    {"figure-format", OPT_STRING, OFF(figure_format), "png|retina|svg  inline chart format"},
+    {"figure-format", OPT_STRING, OFF(figure_format),
+     "png|retina|svg  inline chart format"},
     {"dpi", OPT_INT, OFF(dpi), "N      resolution of inline charts"},
     {"preload", OPT_STRING, OFF(preload),
      "MODS   comma-separated modules to import before the sandbox locks"},
@@ -92,7 +97,8 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
     case OPT_DOUBLE: {
         double x = strtod(v, &end);
         if (end == v || *end || errno || !isfinite(x) || x < 0)
-            return fail(err, errlen, "--%s needs a number of seconds, not \"%s\"", d->name, v);
+            return fail(err, errlen, "--%s needs a number of seconds, not \"%s\"",
+                        d->name, v);
         *(double *)field = x;
         return 0;
     }

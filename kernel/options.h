@@ -13,17 +13,17 @@
 struct options {
     char *connection_file; /* -f */
     enum log_level log_level;
-    char *workspace;       /* NULL: the directory the kernel was started in */
-    double timeout_s;      /* per-cell wall-clock limit; 0: none */
+    char *workspace;            /* NULL: the directory the kernel was started in */
+    double timeout_s;           /* per-cell wall-clock limit; 0: none */
     unsigned long memory_mib;   /* 0: none */
     unsigned long max_output;   /* bytes of output per cell; 0: none */
     unsigned long max_file_mib; /* largest file a cell may write; 0: none */
     bool network;
     bool sandbox;
-    char *figure_format;   /* "png", "retina" or "svg" */
+    char *figure_format; /* "png", "retina" or "svg" */
     int dpi;
-    char *preload;         /* comma-separated modules imported before lock-in */
-    char *tmpdir;          /* internal: the worker's private temporary folder */
+    char *preload; /* comma-separated modules imported before lock-in */
+    char *tmpdir;  /* internal: the worker's private temporary folder */
 };
 
 void options_init(struct options *o);

@@ -30,8 +30,8 @@
 #include "kernel/log.h"
 #include "kernel/worker.h"
 
-#define FLUSH_MS 20
-#define SEND_AT (256u << 10) /* send at once when this much is waiting */
+#define FLUSH_MS  20
+#define SEND_AT   (256u << 10) /* send at once when this much is waiting */
 #define PIPE_SIZE (1 << 20)
 
 struct pending {
@@ -84,7 +84,8 @@ static int utf8_seq(const unsigned char *p, size_t avail)
 /* Copies the sendable part of src into a new valid UTF-8 string (*out, caller
  * frees). Returns how many bytes of src were consumed: all of them when final,
  * else all but an incomplete sequence at the end. */
-static size_t utf8_clean(const char *src, size_t len, bool final, char **out, size_t *out_len)
+static size_t utf8_clean(const char *src, size_t len, bool final, char **out,
+                         size_t *out_len)
 {
     const unsigned char *s = (const unsigned char *)src;
     char *o = malloc(len * 3 + 1); /* each bad byte becomes 3 */
@@ -115,9 +116,9 @@ static size_t utf8_clean(const char *src, size_t len, bool final, char **out, si
 
 static void send_stream(int which, const char *text, size_t len)
 {
-    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s%}}", "type", "iopub", "msg_type",
-                            "stream", "content", "name", stream_names[which], "text", text,
-                            len);
+    json_t *obj =
+        json_pack("{s:s, s:s, s:{s:s, s:s%}}", "type", "iopub", "msg_type", "stream",
+                  "content", "name", stream_names[which], "text", text, len);
     char *json = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     if (json)
         worker_send(json, strlen(json), NULL, 0);
@@ -141,7 +142,8 @@ static void send_locked(bool final)
                 room = sent_bytes >= cap_bytes ? 0 : cap_bytes - sent_bytes;
                 if (room > text_len)
                     room = text_len;
-                while (room > 0 && room < text_len && ((unsigned char)text[room] & 0xC0) == 0x80)
+                while (room > 0 && room < text_len &&
+                       ((unsigned char)text[room] & 0xC0) == 0x80)
                     room--;
                 dropped_bytes += text_len - room;
             }

@@ -70,7 +70,7 @@ static PyObject *sp_send(PyObject *self, PyObject *args)
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = worker_send(json.buf, (size_t)json.len, frames, (size_t)n);
+        rc = worker_send(json.buf, (size_t)json.len, frames, (size_t)n);
     Py_END_ALLOW_THREADS
     if (rc) {
         errno = -rc;
@@ -100,7 +100,7 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
     int rc;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
-        rc = worker_recv(&f, block);
+            rc = worker_recv(&f, block);
         Py_END_ALLOW_THREADS
         if (rc != -EINTR)
             break;
@@ -119,14 +119,16 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
     }
     PyObject *bufs = PyList_New((Py_ssize_t)f.nbuffers);
     for (size_t i = 0; bufs && i < f.nbuffers; i++) {
-        PyObject *b = PyBytes_FromStringAndSize(f.buffers[i].data, (Py_ssize_t)f.buffers[i].len);
+        PyObject *b =
+            PyBytes_FromStringAndSize(f.buffers[i].data, (Py_ssize_t)f.buffers[i].len);
         if (!b) {
             Py_CLEAR(bufs);
             break;
         }
         PyList_SET_ITEM(bufs, (Py_ssize_t)i, b);
     }
-    PyObject *r = bufs ? Py_BuildValue("(y#N)", f.json, (Py_ssize_t)f.json_len, bufs) : NULL;
+    PyObject *r =
+        bufs ? Py_BuildValue("(y#N)", f.json, (Py_ssize_t)f.json_len, bufs) : NULL;
     link_frame_release(&f);
     return r;
 }
@@ -137,7 +139,7 @@ static PyObject *sp_flush(PyObject *self, PyObject *args)
     (void)self;
     (void)args;
     Py_BEGIN_ALLOW_THREADS
-    pump_flush();
+        pump_flush();
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
@@ -152,7 +154,7 @@ static PyObject *sp_output_reset(PyObject *self, PyObject *args)
         return NULL;
     unsigned long dropped;
     Py_BEGIN_ALLOW_THREADS
-    dropped = pump_reset(max);
+        dropped = pump_reset(max);
     Py_END_ALLOW_THREADS
     return PyLong_FromUnsignedLong(dropped);
 }
@@ -216,8 +218,15 @@ static PyMethodDef sp_methods[] = {
 };
 
 static struct PyModuleDef sp_module = {
-    PyModuleDef_HEAD_INIT, "_sandpit", "The worker's link to the sandpit supervisor.", -1,
-    sp_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_sandpit",
+    "The worker's link to the sandpit supervisor.",
+    -1,
+    sp_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 static PyObject *sp_init(void)
@@ -289,7 +298,8 @@ int pyrt_init(const struct options *o, char *err, size_t errlen)
         st = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) {
-        snprintf(err, errlen, "%s", st.err_msg ? st.err_msg : "Py_InitializeFromConfig failed");
+        snprintf(err, errlen, "%s",
+                 st.err_msg ? st.err_msg : "Py_InitializeFromConfig failed");
         return -1;
     }
     const char *v = Py_GetVersion();
@@ -298,7 +308,8 @@ int pyrt_init(const struct options *o, char *err, size_t errlen)
 
     PyObject *main = PyImport_AddModule("__main__");
     PyObject *globals = main ? PyModule_GetDict(main) : NULL;
-    PyObject *r = globals ? PyRun_String(bootstrap, Py_file_input, globals, globals) : NULL;
+    PyObject *r =
+        globals ? PyRun_String(bootstrap, Py_file_input, globals, globals) : NULL;
     if (!r) {
         fmt_exception(err, errlen, "cannot install the runtime importer");
         return -1;

@@ -5,7 +5,8 @@
  *   zmq frames --recv_frames--> msg_parse (wire_split, sign_verify)       protocol/
  *     --> dispatch_msg: by channel and msg_type; status busy              dispatch.c
  *     --> kernel_send_worker --> child_send: the request on the link      child.c
- *     --> worker: py_execute, streams, displays, result                   worker.c, pyrt.c
+ *     --> worker: py_execute, streams, displays, result                   worker.c,
+ * pyrt.c
  *     --> dispatch_worker_frame: events back from the link                dispatch.c
  *     --> kernel_publish / kernel_reply: msg_make, msg_serialize, send    here
  *     --> status idle                                                     dispatch.c
@@ -38,10 +39,10 @@
 #include "kernel/kernel.h"
 #include "kernel/log.h"
 
-#define START_TIMEOUT_S 60.0   /* a worker that has not said hello by then is stuck */
+#define START_TIMEOUT_S   60.0 /* a worker that has not said hello by then is stuck */
 #define INTERRUPT_GRACE_S 5.0  /* after SIGINT, how long a cell has to stop */
-#define MAX_FRAMES 1024        /* frames in one ZeroMQ message */
-#define DRAIN_BATCH 256        /* messages read from one socket per loop turn */
+#define MAX_FRAMES        1024 /* frames in one ZeroMQ message */
+#define DRAIN_BATCH       256  /* messages read from one socket per loop turn */
 
 double kernel_now(void)
 {
@@ -83,9 +84,10 @@ static int open_sockets(struct kernel *k)
         }
         if (zmq_bind(s, ep) != 0) {
             int e = errno;
-            log_error("cannot bind the %s port %d on %s: %s (is another kernel using it?)",
-                      connection_channel_name(ch), k->conn.ports[ch], k->conn.ip,
-                      zmq_strerror(e));
+            log_error(
+                "cannot bind the %s port %d on %s: %s (is another kernel using it?)",
+                connection_channel_name(ch), k->conn.ports[ch], k->conn.ip,
+                zmq_strerror(e));
             return -e;
         }
         log_debug("%s bound on %s", connection_channel_name(ch), ep);
@@ -282,10 +284,12 @@ void kernel_restart_worker(struct kernel *k, const char *why)
     start_worker(k);
 }
 
-static void describe_exit(int status, char *buf, size_t len)
+static void describe_exit(const struct child *c, int status, char *buf, size_t len)
 {
-    if (WIFSIGNALED(status))
-        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+    if (c->link_closed)
+        snprintf(buf, len, "closed its link to the kernel and was stopped");
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
     else
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
@@ -296,13 +300,13 @@ static void describe_exit(int status, char *buf, size_t len)
 static void worker_gone(struct kernel *k, int status)
 {
     char how[128], why[512];
-    describe_exit(status, how, sizeof how);
+    describe_exit(&k->child, status, how, sizeof how);
     bool was_starting = k->child.state == CHILD_STARTING;
     log_warn("the worker %s", how);
     child_stop(&k->child);
     if (k->current) {
         snprintf(why, sizeof why,
-                 "The worker process running this cell %s. A new worker has been started: "
+                 "The worker process running this cell %s. It has been restarted: "
                  "variables and imports from earlier cells are lost.",
                  how);
         dispatch_worker_lost(k, why);
@@ -311,8 +315,9 @@ static void worker_gone(struct kernel *k, int status)
         k->start_failures++;
         if (k->start_failures >= 3) {
             double delay = k->start_failures >= 8 ? 30 : 1 << (k->start_failures - 3);
-            log_error("the worker failed to start %d times in a row; trying again in %.0f s",
-                      k->start_failures, delay);
+            log_error(
+                "the worker failed to start %d times in a row; trying again in %.0f s",
+                k->start_failures, delay);
             k->restart_at = kernel_now() + delay;
             dispatch_pump(k); /* answers queued requests with an error */
             return;
@@ -339,9 +344,11 @@ static void read_worker(struct kernel *k)
         if (n <= 0) {
             /* The link is closed (the worker died, or its code closed fd 3): the
              * worker is of no more use. SIGCHLD finishes the job. */
-            log_debug("the link to the worker closed (%s)", n ? strerror((int)-n) : "EOF");
+            log_debug("the link to the worker closed (%s)",
+                      n ? strerror((int)-n) : "EOF");
             close(k->child.fd);
             k->child.fd = -1;
+            k->child.link_closed = true;
             if (k->child.pid > 0)
                 kill(k->child.pid, SIGKILL);
             return;
@@ -356,8 +363,9 @@ static void read_worker(struct kernel *k)
         }
         if (rc < 0) {
             log_error("the worker sent a corrupt frame; restarting it");
-            kernel_restart_worker(k, "The worker sent a corrupt message and was restarted: "
-                                     "variables and imports from earlier cells are lost.");
+            kernel_restart_worker(k,
+                                  "The worker sent a corrupt message and was restarted: "
+                                  "variables and imports from earlier cells are lost.");
             return;
         }
     }
@@ -391,7 +399,8 @@ static void check_timers(struct kernel *k)
     if (k->restart_at && now >= k->restart_at && k->child.state == CHILD_DOWN)
         start_worker(k);
     if (k->child.state == CHILD_STARTING && now - k->child.started_at > START_TIMEOUT_S) {
-        log_error("the worker did not start within %.0f s; restarting it", START_TIMEOUT_S);
+        log_error("the worker did not start within %.0f s; restarting it",
+                  START_TIMEOUT_S);
         k->start_failures++;
         child_stop(&k->child);
         start_worker(k);
@@ -399,10 +408,11 @@ static void check_timers(struct kernel *k)
     struct request *r = k->current;
     if (!r || k->child.state != CHILD_BUSY)
         return;
-    if (r->timeout_s > 0 && !r->interrupted_for_timeout && now - r->sent_at > r->timeout_s) {
+    if (r->timeout_s > 0 && !r->interrupted_for_timeout &&
+        now - r->sent_at > r->timeout_s) {
         r->interrupted_for_timeout = true;
-        json_t *note = json_pack("{s:s, s:s, s:f}", "type", "interrupt", "reason", "timeout",
-                                 "limit", r->timeout_s);
+        json_t *note = json_pack("{s:s, s:s, s:f}", "type", "interrupt", "reason",
+                                 "timeout", "limit", r->timeout_s);
         if (note)
             kernel_send_worker(k, note);
         json_decref(note);
@@ -411,17 +421,19 @@ static void check_timers(struct kernel *k)
     if (r->interrupt_deadline && now > r->interrupt_deadline) {
         char why[512];
         if (r->interrupted_for_timeout)
-            snprintf(why, sizeof why,
-                     "The cell exceeded its time limit of %g s and did not stop when "
-                     "interrupted, so its worker was restarted: variables and imports from "
-                     "earlier cells are lost.",
-                     r->timeout_s);
+            snprintf(
+                why, sizeof why,
+                "The cell exceeded its time limit of %g s and did not stop when "
+                "interrupted, so its worker was restarted: variables and imports from "
+                "earlier cells are lost.",
+                r->timeout_s);
         else
-            snprintf(why, sizeof why,
-                     "The cell did not stop within %.0f s of the interrupt (it was probably "
-                     "inside a long call to compiled code), so its worker was restarted: "
-                     "variables and imports from earlier cells are lost.",
-                     INTERRUPT_GRACE_S);
+            snprintf(
+                why, sizeof why,
+                "The cell did not stop within %.0f s of the interrupt (it was probably "
+                "inside a long call to compiled code), so its worker was restarted: "
+                "variables and imports from earlier cells are lost.",
+                INTERRUPT_GRACE_S);
         log_warn("%s", why);
         kernel_restart_worker(k, why);
     }
@@ -573,7 +585,8 @@ static int kernel_init(struct kernel *k, struct options *opts)
         log_error("%s", err);
         return rc;
     }
-    if ((rc = sign_init(&k->sign, k->conn.signature_scheme, k->conn.key, k->conn.key_len))) {
+    if ((rc = sign_init(&k->sign, k->conn.signature_scheme, k->conn.key,
+                        k->conn.key_len))) {
         log_error("cannot set up message signing: %s", strerror(-rc));
         return rc;
     }
@@ -679,8 +692,9 @@ int supervisor_run(struct options *opts)
         items[CONNECTION_NCHANNELS].events = ZMQ_POLLIN;
         items[CONNECTION_NCHANNELS + 1].fd = k.child.fd;
         items[CONNECTION_NCHANNELS + 1].events =
-            k.child.fd >= 0 ? (short)(ZMQ_POLLIN | (child_has_pending(&k.child) ? ZMQ_POLLOUT : 0))
-                            : 0;
+            k.child.fd >= 0
+                ? (short)(ZMQ_POLLIN | (child_has_pending(&k.child) ? ZMQ_POLLOUT : 0))
+                : 0;
         int nitems = k.child.fd >= 0 ? N_ITEMS : N_ITEMS - 1;
         int n = zmq_poll(items, nitems, poll_timeout_ms(&k));
         if (n < 0) {

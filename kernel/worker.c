@@ -117,10 +117,10 @@ static char *hello_json(const struct sandbox_report *r)
 {
     json_t *layers = json_array();
     for (size_t i = 0; r && i < r->n; i++)
-        json_array_append_new(layers, json_pack("{s:s, s:s, s:s}", "name", r->layers[i].name,
-                                                "state",
-                                                sandbox_state_name(r->layers[i].state),
-                                                "detail", r->layers[i].detail));
+        json_array_append_new(layers,
+                              json_pack("{s:s, s:s, s:s}", "name", r->layers[i].name,
+                                        "state", sandbox_state_name(r->layers[i].state),
+                                        "detail", r->layers[i].detail));
     json_t *hello = json_pack("{s:s, s:s, s:i, s:o}", "type", "hello", "python_version",
                               pyrt_version(), "pid", (int)getpid(), "sandbox", layers);
     char *text = hello ? json_dumps(hello, JSON_COMPACT) : NULL;

@@ -147,7 +147,8 @@ int connection_load(struct connection *c, const char *path, char *err, size_t er
     if (!f) {
         int e = errno;
         if (err && errlen)
-            snprintf(err, errlen, "cannot open connection file %s: %s", path, strerror(e));
+            snprintf(err, errlen, "cannot open connection file %s: %s", path,
+                     strerror(e));
         return -e;
     }
     char *buf = NULL;

@@ -16,10 +16,10 @@ enum connection_channel {
 };
 
 struct connection {
-    char *transport;        /* "tcp" or "ipc" */
-    char *ip;               /* tcp: an address; ipc: a path prefix */
+    char *transport; /* "tcp" or "ipc" */
+    char *ip;        /* tcp: an address; ipc: a path prefix */
     int ports[CONNECTION_NCHANNELS];
-    unsigned char *key;     /* may be empty: no signing */
+    unsigned char *key; /* may be empty: no signing */
     size_t key_len;
     char *signature_scheme; /* "hmac-sha256" */
     char *kernel_name;      /* may be "" */

@@ -39,9 +39,10 @@ int msg_session_init(struct msg_session *s, const char *username)
     r[8] = (r[8] & 0x3f) | 0x80;
     snprintf(s->session, sizeof s->session,
              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
-             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
-             r[14], r[15]);
-    snprintf(s->username, sizeof s->username, "%s", username && *username ? username : "kernel");
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+             r[13], r[14], r[15]);
+    snprintf(s->username, sizeof s->username, "%s",
+             username && *username ? username : "kernel");
     s->pid = (long)getpid();
     return 0;
 }
@@ -125,7 +126,8 @@ int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
     struct msg *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    json_t **slots[WIRE_NPARTS] = {&m->header, &m->parent_header, &m->metadata, &m->content};
+    json_t **slots[WIRE_NPARTS] = {&m->header, &m->parent_header, &m->metadata,
+                                   &m->content};
     for (int i = 0; i < WIRE_NPARTS; i++) {
         json_error_t jerr;
         *slots[i] = json_loadb(p.json[i]->data, p.json[i]->len, 0, &jerr);
@@ -163,7 +165,8 @@ fail:
 
 static const char *header_string(const struct msg *m, const char *key)
 {
-    const char *v = m && m->header ? json_string_value(json_object_get(m->header, key)) : NULL;
+    const char *v =
+        m && m->header ? json_string_value(json_object_get(m->header, key)) : NULL;
     return v ? v : "";
 }
 
@@ -241,7 +244,8 @@ int msg_serialize(const struct msg *m, const struct sign *s, struct wire_frame *
         goto fail;
     f[k++].len = WIRE_DELIM_LEN;
     size_t sig = k++;
-    const json_t *parts[WIRE_NPARTS] = {m->header, m->parent_header, m->metadata, m->content};
+    const json_t *parts[WIRE_NPARTS] = {m->header, m->parent_header, m->metadata,
+                                        m->content};
     struct sign_part sp[WIRE_NPARTS];
     for (int i = 0; i < WIRE_NPARTS; i++, k++) {
         char *text = json_dumps(parts[i], JSON_COMPACT | JSON_ENCODE_ANY);

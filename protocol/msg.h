@@ -30,7 +30,7 @@ int msg_session_init(struct msg_session *s, const char *username);
 struct msg {
     struct wire_frame *idents; /* routing identities, owned */
     size_t nidents;
-    json_t *header;            /* objects, owned references */
+    json_t *header; /* objects, owned references */
     json_t *parent_header;
     json_t *metadata;
     json_t *content;
@@ -56,8 +56,8 @@ const char *msg_id(const struct msg *m);
  * header becomes parent_header and, when route is true, its identities are
  * copied so the message goes back to the sender. Takes over *content (NULL
  * means {}) and sets *content to NULL on every path. NULL on failure. */
-struct msg *msg_make(struct msg_session *s, const char *msg_type, const struct msg *parent,
-                     json_t **content, bool route);
+struct msg *msg_make(struct msg_session *s, const char *msg_type,
+                     const struct msg *parent, json_t **content, bool route);
 
 /* Appends an identity (a routing frame, or an iopub topic). 0 or -ENOMEM. */
 int msg_add_ident(struct msg *m, const void *data, size_t len);

@@ -15,7 +15,8 @@
 
 #define DIGEST_LEN 32
 
-int sign_init(struct sign *s, const char *scheme, const unsigned char *key, size_t key_len)
+int sign_init(struct sign *s, const char *scheme, const unsigned char *key,
+              size_t key_len)
 {
     memset(s, 0, sizeof *s);
     if (scheme && *scheme && strcmp(scheme, "hmac-sha256") != 0)

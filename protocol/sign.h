@@ -21,7 +21,8 @@ struct sign {
 
 /* Keys the signer (the key is copied into OpenSSL's context). An empty key
  * disables signing. Returns 0, -EINVAL for an unknown scheme, -ENOMEM. */
-int sign_init(struct sign *s, const char *scheme, const unsigned char *key, size_t key_len);
+int sign_init(struct sign *s, const char *scheme, const unsigned char *key,
+              size_t key_len);
 void sign_release(struct sign *s);
 
 /* Computes the hex signature of the parts (header, parent, metadata, content)

@@ -25,8 +25,8 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
     return -EBADMSG;
 }
 
-int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out, char *err,
-               size_t errlen)
+int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out,
+               char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     size_t d = 0;
@@ -53,7 +53,8 @@ int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out
     out->buffers = &frames[d + 2 + WIRE_NPARTS];
     out->nbuffers = n - d - 2 - WIRE_NPARTS;
     if (out->nbuffers > WIRE_MAX_BUFFERS)
-        return bad(err, errlen, "%zu buffers (at most %d)", out->nbuffers, WIRE_MAX_BUFFERS);
+        return bad(err, errlen, "%zu buffers (at most %d)", out->nbuffers,
+                   WIRE_MAX_BUFFERS);
     return 0;
 }
 

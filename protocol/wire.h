@@ -7,11 +7,11 @@
 
 #include <stddef.h>
 
-#define WIRE_DELIM "<IDS|MSG>"
-#define WIRE_DELIM_LEN 9
-#define WIRE_MAX_IDENTS 32                 /* routing prefixes a message may carry */
-#define WIRE_MAX_JSON (64u << 20)          /* bytes in one JSON part */
-#define WIRE_MAX_BUFFERS 64                /* extra binary buffers */
+#define WIRE_DELIM       "<IDS|MSG>"
+#define WIRE_DELIM_LEN   9
+#define WIRE_MAX_IDENTS  32          /* routing prefixes a message may carry */
+#define WIRE_MAX_JSON    (64u << 20) /* bytes in one JSON part */
+#define WIRE_MAX_BUFFERS 64          /* extra binary buffers */
 
 enum wire_part { WIRE_HEADER, WIRE_PARENT, WIRE_METADATA, WIRE_CONTENT, WIRE_NPARTS };
 
@@ -36,8 +36,8 @@ struct wire_parts {
 /* Splits frames into parts. Returns 0, or -EBADMSG with a sentence in err for
  * a frame list that is not a Jupyter message (no delimiter, too few frames,
  * too many identities or buffers, a JSON part over WIRE_MAX_JSON). */
-int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out, char *err,
-               size_t errlen);
+int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out,
+               char *err, size_t errlen);
 
 /* Frees an array of owned frames and their data; accepts NULL. */
 void wire_frames_free(struct wire_frame *frames, size_t n);

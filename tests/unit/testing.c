@@ -21,8 +21,8 @@ bool testing_check(bool ok, const char *expr, const char *file, int line)
     return ok;
 }
 
-bool testing_check_str(const char *got, const char *want, const char *expr, const char *file,
-                       int line)
+bool testing_check_str(const char *got, const char *want, const char *expr,
+                       const char *file, int line)
 {
     bool ok = got && want ? strcmp(got, want) == 0 : got == want;
     if (!ok) {

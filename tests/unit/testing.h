@@ -20,8 +20,14 @@ struct testing_case {
     unsigned timeout_s; /* 0: the default of 10 s */
 };
 
-#define TESTING_CASE(fn) {#fn, fn, 0}
-#define TESTING_CASE_TIMEOUT(fn, s) {#fn, fn, s}
+#define TESTING_CASE(fn)                                                                 \
+    {                                                                                    \
+#fn, fn, 0                                                                       \
+    }
+#define TESTING_CASE_TIMEOUT(fn, s)                                                      \
+    {                                                                                    \
+#fn, fn, s                                                                       \
+    }
 
 /* Records a failure (with file and line) and goes on; the test fails at its end. */
 #define CHECK(cond) testing_check((cond), #cond, __FILE__, __LINE__)
@@ -32,11 +38,12 @@ struct testing_case {
             testing_abort();                                                             \
     } while (0)
 #define CHECK_STR(a, b) testing_check_str((a), (b), #a, __FILE__, __LINE__)
-#define CHECK_INT(a, b) testing_check_int((long long)(a), (long long)(b), #a, __FILE__, __LINE__)
+#define CHECK_INT(a, b)                                                                  \
+    testing_check_int((long long)(a), (long long)(b), #a, __FILE__, __LINE__)
 
 bool testing_check(bool ok, const char *expr, const char *file, int line);
-bool testing_check_str(const char *got, const char *want, const char *expr, const char *file,
-                       int line);
+bool testing_check_str(const char *got, const char *want, const char *expr,
+                       const char *file, int line);
 bool testing_check_int(long long got, long long want, const char *expr, const char *file,
                        int line);
 _Noreturn void testing_abort(void);

@@ -10,6 +10,11 @@ import codeop
 import warnings
 
 
+def transform_cell(code):
+    """The Python source to run for a cell (IPython syntax is translated here)."""
+    return code
+
+
 def _indent_of(line):
     return len(line) - len(line.lstrip(" \t"))
 

@@ -265,8 +265,10 @@ def execute(req, buffers):
     _register_source(filename, code)
     reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
     try:
-        if code.strip():
-            run_code(code, filename, count, silent, store_history)
+        from . import inputs
+        source = inputs.transform_cell(code)
+        if source.strip():
+            run_code(source, filename, count, silent, store_history)
         _kernel.flush()
     except BaseException as e:
         exc = e
@@ -460,6 +462,11 @@ HANDLERS = {
 # --- start-up ----------------------------------------------------------------------
 
 
+# Modules of this package with an install(user_ns) that sets up the user's
+# world before the first cell (display(), get_ipython(), ...), in this order.
+INSTALLERS = ["display", "shell"]
+
+
 def prepare_lock():
     """Runs before the seccomp filter: whatever needs a process or a new
     file once, and the user's namespace."""
@@ -475,6 +482,13 @@ def prepare_lock():
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")
     streams.install()
-    from . import display
-    display.install(user_ns)
+    import importlib
+    for name in INSTALLERS:
+        try:
+            module = importlib.import_module("sandpit." + name)
+        except ModuleNotFoundError as e:
+            if e.name != "sandpit." + name:
+                raise
+            continue
+        module.install(user_ns)
     signal.signal(signal.SIGINT, signal.default_int_handler)

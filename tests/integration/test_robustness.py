@@ -1,0 +1,236 @@
+"""The kernel keeps serving whatever a client or a cell does: interrupts,
+crashes of the worker, messages that are malformed or badly signed, unknown
+requests, restarts and shutdown."""
+
+import glob
+import os
+import signal
+import time
+
+import pytest
+import zmq
+from jupyter_client.session import Session
+
+from conftest import install_spec, start, stop, stdout_of
+
+
+def wait_busy(k, msg_id, timeout=10):
+    """Waits for the request's execute_input: from then on its code is running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = k.next_iopub(msg_id, timeout)
+        if m["msg_type"] == "execute_input":
+            return
+    raise AssertionError("the cell never started")
+
+
+def test_interrupt_keeps_globals(fresh_kernel):
+    k = fresh_kernel
+    k.run("x = 5")
+    msg_id = k.kc.execute("while True:\n    pass")
+    wait_busy(k, msg_id)
+    time.sleep(0.3)
+    k.km.interrupt_kernel()
+    reply = k.shell_reply(msg_id, timeout=10)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    k.iopub_until_idle(msg_id)
+    assert k.value("x") == "5"
+
+
+def test_interrupt_sleep_and_signal_mode(jupyter_dir, tmp_path):
+    """interrupt_mode "signal": jupyter_client sends SIGINT to the kernel's process
+    group; the supervisor forwards it once, and the globals survive."""
+    name = install_spec(jupyter_dir, "--interrupt-mode", "signal")
+    k = start(name, cwd=str(tmp_path))
+    try:
+        assert k.km.kernel_spec.interrupt_mode == "signal"
+        k.run("y = 'still here'")
+        for _ in range(2):
+            msg_id = k.kc.execute("import time\ntime.sleep(30)")
+            wait_busy(k, msg_id)
+            time.sleep(0.2)
+            k.km.interrupt_kernel()
+            reply = k.shell_reply(msg_id, timeout=10)
+            assert reply["content"]["ename"] == "KeyboardInterrupt"
+            k.iopub_until_idle(msg_id)
+        assert k.value("y") == "'still here'"
+        # an interrupt while idle changes nothing
+        k.km.interrupt_kernel()
+        time.sleep(0.2)
+        assert k.run("print(y)") == "still here\n"
+    finally:
+        stop(k)
+
+
+@pytest.mark.parametrize("crash", [
+    "import os\nos.abort()",
+    "import ctypes\nctypes.string_at(0)",
+    "import os\nos._exit(3)",
+    "import os\nos.close(3)\nimport time\ntime.sleep(5)",
+])
+def test_worker_crash_is_contained(fresh_kernel, crash):
+    k = fresh_kernel
+    k.run("lost = 1")
+    reply, out = k.execute(crash)
+    c = reply["content"]
+    assert c["status"] == "error"
+    assert c["ename"] == "WorkerDied"
+    assert "lost" in c["evalue"] and "restarted" in c["evalue"]
+    assert [m["msg_type"] for m in out] == ["error"]
+    # the kernel goes on, with a new worker and a fresh namespace
+    assert k.run("print('alive')") == "alive\n"
+    reply, _ = k.execute("lost")
+    assert reply["content"]["ename"] == "NameError"
+
+
+def test_queued_requests_survive_a_crash(fresh_kernel):
+    k = fresh_kernel
+    ids = [k.kc.execute("import os; os.abort()", stop_on_error=False),
+           k.kc.execute("print('after')")]
+    r1 = k.shell_reply(ids[0])
+    r2 = k.shell_reply(ids[1])
+    assert r1["content"]["ename"] == "WorkerDied"
+    assert r2["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(ids[1])) == "after\n"
+
+
+def raw_socket(k, channel):
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.DEALER)
+    s.linger = 0
+    info = k.km.get_connection_info()
+    s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["%s_port" % channel]))
+    return s
+
+
+def test_bad_signature_is_dropped(kernel):
+    s = raw_socket(kernel, "shell")
+    forger = Session(key=b"not-the-key", session="forger")
+    forger.send(s, "execute_request", {"code": "forged = True", "silent": False})
+    time.sleep(0.5)
+    assert s.poll(200) == 0  # never answered
+    reply, _ = kernel.execute("'forged' in dir()")
+    assert reply["content"]["status"] == "ok"
+    assert kernel.value("'forged' in dir()") == "False"
+    s.close()
+
+
+@pytest.mark.parametrize("frames", [
+    [b"<IDS|MSG>"],
+    [b"no delimiter", b"x", b"{}", b"{}", b"{}", b"{}"],
+    [b"<IDS|MSG>", b"", b"not json", b"{}", b"{}", b"{}"],
+    [b"<IDS|MSG>", b"", b"{}", b"{}", b"{}", b"{}"],
+    [b"<IDS|MSG>", b"", b'{"msg_id": "1", "msg_type": 5}', b"{}", b"{}", b"{}"],
+    [b"<IDS|MSG>", b"", b'{"msg_id": "1", "msg_type": "execute_request"}', b"[]", b"{}",
+     b'{"code": 1}'],
+    [b"\xff" * 100],
+])
+def test_malformed_messages_do_not_deafen(kernel, frames):
+    for channel in ("shell", "control"):
+        s = raw_socket(kernel, channel)
+        s.send_multipart(frames)
+        s.close()
+    assert kernel.run("print('still listening')") == "still listening\n"
+
+
+def test_execute_without_code_is_an_error(kernel):
+    s = raw_socket(kernel, "shell")
+    kernel.kc.session.send(s, "execute_request", {"silent": False})
+    assert s.poll(5000)
+    reply = kernel.kc.session.recv(s, mode=0)[1]
+    assert reply["content"]["status"] == "error"
+    s.close()
+
+
+def test_unknown_request_gets_a_reply(kernel):
+    s = raw_socket(kernel, "shell")
+    kernel.kc.session.send(s, "frobnicate_request", {})
+    assert s.poll(5000)
+    reply = kernel.kc.session.recv(s, mode=0)[1]
+    assert reply["msg_type"] == "frobnicate_reply"
+    assert reply["content"]["status"] == "error"
+    assert "frobnicate_request" in reply["content"]["evalue"]
+    s.close()
+    assert kernel.run("print('next')") == "next\n"
+
+
+def test_input_request(fresh_kernel):
+    k = fresh_kernel
+    msg_id = k.kc.execute("name = input('Who? ')\nprint('hello', name)", allow_stdin=True)
+    req = k.kc.get_stdin_msg(timeout=10)
+    assert req["msg_type"] == "input_request"
+    assert req["content"] == {"prompt": "Who? ", "password": False}
+    assert req["parent_header"]["msg_id"] == msg_id
+    k.kc.input("Ada")
+    reply = k.shell_reply(msg_id)
+    assert reply["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(msg_id)) == "hello Ada\n"
+    # without allow_stdin, input() fails at once with a clear error
+    reply, _ = k.execute("input('x')", allow_stdin=False)
+    assert reply["content"]["ename"] == "StdinNotImplementedError"
+    assert "allow_stdin" in reply["content"]["evalue"]
+
+
+def test_interrupt_while_waiting_for_input(fresh_kernel):
+    k = fresh_kernel
+    k.run("z = 3")
+    msg_id = k.kc.execute("input('never answered')", allow_stdin=True)
+    k.kc.get_stdin_msg(timeout=10)
+    k.km.interrupt_kernel()
+    reply = k.shell_reply(msg_id)
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    k.iopub_until_idle(msg_id)
+    assert k.value("z") == "3"
+
+
+def test_restart_in_place(fresh_kernel):
+    k = fresh_kernel
+    k.run("before = 1")
+    r, _ = k.execute("2")
+    assert r["content"]["execution_count"] >= 2
+    msg = k.kc.session.msg("shutdown_request", {"restart": True})
+    k.kc.control_channel.send(msg)
+    reply = k.kc.get_control_msg(timeout=10)
+    assert reply["content"] == {"status": "ok", "restart": True}
+    # the same kernel process answers, with a fresh worker and count
+    assert k.km.is_alive()
+    reply, _ = k.execute("before")
+    assert reply["content"]["ename"] == "NameError"
+    assert reply["content"]["execution_count"] == 1
+    # history survived, in a new session
+    h = k.request("history", hist_access_type="tail", n=10, output=False, raw=True)
+    inputs = [e[2] for e in h["content"]["history"]]
+    assert "before = 1" in inputs and "before" in inputs
+    sessions = {e[0] for e in h["content"]["history"]}
+    assert len(sessions) == 2
+
+
+def test_shutdown_exits_cleanly(jupyter_dir, tmp_path):
+    k = start("sandpit", cwd=str(tmp_path))
+    pid = k.km.provisioner.process.pid
+    k.run("open('made-by-cell.txt', 'w').write('x')")
+    before = set(glob.glob("/tmp/sandpit-*"))
+    k.kc.shutdown()
+    deadline = time.monotonic() + 10
+    while k.km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not k.km.is_alive()
+    assert k.km.provisioner.process.returncode == 0
+    # it removed its private temporary folder, and nothing it did not make
+    assert (tmp_path / "made-by-cell.txt").exists()
+    after = set(glob.glob("/tmp/sandpit-*"))
+    assert len(before - after) >= 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    k.kc.stop_channels()
+    k.km.cleanup_resources()
+
+
+def test_sigterm_exits(jupyter_dir, tmp_path):
+    k = start("sandpit", cwd=str(tmp_path))
+    proc = k.km.provisioner.process
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+    k.kc.stop_channels()
+    k.km.cleanup_resources()

@@ -1,0 +1,413 @@
+/* Unit tests for protocol/: connection files, signing, wire framing and
+ * message parsing. Signing is checked against vectors computed with Python's
+ * hmac module (tests/unit/fixtures/sign/); malformed input of every kind must
+ * give an error return, never a crash. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "protocol/connection.h"
+#include "protocol/msg.h"
+#include "protocol/sign.h"
+#include "protocol/wire.h"
+#include "testing.h"
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f != NULL);
+    char *buf = malloc(1 << 20);
+    REQUIRE(buf != NULL);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* --- connection ------------------------------------------------------------------ */
+
+static const char good_conn[] =
+    "{\"shell_port\": 5001, \"iopub_port\": 5002, \"stdin_port\": 5003, "
+    "\"control_port\": 5004, \"hb_port\": 5005, \"ip\": \"127.0.0.1\", "
+    "\"key\": \"a0436f6c-1916\", \"transport\": \"tcp\", "
+    "\"signature_scheme\": \"hmac-sha256\", \"kernel_name\": \"sandpit\"}";
+
+static void test_connection_parse(void)
+{
+    struct connection c;
+    char err[256] = "";
+    REQUIRE(connection_parse(&c, good_conn, strlen(good_conn), err, sizeof err) == 0);
+    CHECK_STR(c.transport, "tcp");
+    CHECK_STR(c.ip, "127.0.0.1");
+    CHECK_INT(c.ports[CONNECTION_SHELL], 5001);
+    CHECK_INT(c.ports[CONNECTION_IOPUB], 5002);
+    CHECK_INT(c.ports[CONNECTION_STDIN], 5003);
+    CHECK_INT(c.ports[CONNECTION_CONTROL], 5004);
+    CHECK_INT(c.ports[CONNECTION_HB], 5005);
+    CHECK_INT(c.key_len, 13);
+    CHECK(memcmp(c.key, "a0436f6c-1916", 13) == 0);
+    CHECK_STR(c.signature_scheme, "hmac-sha256");
+    CHECK_STR(c.kernel_name, "sandpit");
+    char ep[128];
+    CHECK(connection_endpoint(&c, CONNECTION_CONTROL, ep, sizeof ep) == 0);
+    CHECK_STR(ep, "tcp://127.0.0.1:5004");
+    connection_release(&c);
+}
+
+static void test_connection_ipc_and_defaults(void)
+{
+    const char *text = "{\"shell_port\": 1, \"iopub_port\": 2, \"stdin_port\": 3, "
+                       "\"control_port\": 4, \"hb_port\": 5, \"ip\": \"/tmp/k\", "
+                       "\"transport\": \"ipc\"}";
+    struct connection c;
+    char err[256];
+    REQUIRE(connection_parse(&c, text, strlen(text), err, sizeof err) == 0);
+    CHECK_INT(c.key_len, 0);
+    CHECK_STR(c.signature_scheme, "hmac-sha256");
+    CHECK_STR(c.kernel_name, "");
+    char ep[128];
+    CHECK(connection_endpoint(&c, CONNECTION_HB, ep, sizeof ep) == 0);
+    CHECK_STR(ep, "ipc:///tmp/k-5");
+    connection_release(&c);
+}
+
+static void expect_bad_conn(const char *text, const char *fragment)
+{
+    struct connection c;
+    char err[256] = "";
+    int rc = connection_parse(&c, text, strlen(text), err, sizeof err);
+    CHECK_INT(rc, -EINVAL);
+    if (!strstr(err, fragment)) {
+        fprintf(stderr, "    error \"%s\" does not mention \"%s\"\n", err, fragment);
+        CHECK(0);
+    }
+}
+
+static void test_connection_errors(void)
+{
+    expect_bad_conn("not json", "not valid JSON");
+    expect_bad_conn("[1, 2]", "not a JSON object");
+    expect_bad_conn("{\"ip\": \"127.0.0.1\"}", "shell_port");
+    expect_bad_conn("{\"shell_port\": 1, \"iopub_port\": 2, \"stdin_port\": 3, "
+                    "\"control_port\": 4, \"hb_port\": 5}",
+                    "\"ip\"");
+    expect_bad_conn("{\"shell_port\": \"1\", \"iopub_port\": 2, \"stdin_port\": 3, "
+                    "\"control_port\": 4, \"hb_port\": 5, \"ip\": \"x\"}",
+                    "shell_port");
+    expect_bad_conn("{\"shell_port\": 70000, \"iopub_port\": 2, \"stdin_port\": 3, "
+                    "\"control_port\": 4, \"hb_port\": 5, \"ip\": \"x\"}",
+                    "shell_port");
+    expect_bad_conn(
+        "{\"shell_port\": 1, \"iopub_port\": 2, \"stdin_port\": 3, "
+        "\"control_port\": 4, \"hb_port\": 5, \"ip\": \"x\", \"transport\": \"udp\"}",
+        "transport");
+    expect_bad_conn("{\"shell_port\": 1, \"iopub_port\": 2, \"stdin_port\": 3, "
+                    "\"control_port\": 4, \"hb_port\": 5, \"ip\": \"x\", "
+                    "\"signature_scheme\": \"hmac-md5\"}",
+                    "hmac-md5");
+    expect_bad_conn("{\"shell_port\": 1, \"iopub_port\": 2, \"stdin_port\": 3, "
+                    "\"control_port\": 4, \"hb_port\": 5, \"ip\": \"x\", \"key\": 7}",
+                    "key");
+}
+
+static void test_connection_load_missing(void)
+{
+    struct connection c;
+    char err[256] = "";
+    int rc = connection_load(&c, "/nonexistent/kernel-x.json", err, sizeof err);
+    CHECK_INT(rc, -ENOENT);
+    CHECK(strstr(err, "/nonexistent/kernel-x.json") != NULL);
+}
+
+static void test_connection_load_file(void)
+{
+    char path[] = "/tmp/sandpit-conn-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, good_conn, strlen(good_conn)) == (ssize_t)strlen(good_conn));
+    close(fd);
+    struct connection c;
+    char err[256];
+    CHECK(connection_load(&c, path, err, sizeof err) == 0);
+    CHECK_INT(c.ports[CONNECTION_HB], 5005);
+    connection_release(&c);
+    unlink(path);
+}
+
+/* --- signing ---------------------------------------------------------------------- */
+
+static void check_vector(const char *name)
+{
+    static const char *const files[4] = {"header.json", "parent.json", "metadata.json",
+                                         "content.json"};
+    char path[512];
+    size_t len[4], key_len, sig_len;
+    char *data[4];
+    struct sign_part parts[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "sign/%s/%s", name, files[i]);
+        data[i] = read_file(testing_fixture(path), &len[i]);
+        parts[i].data = data[i];
+        parts[i].len = len[i];
+    }
+    snprintf(path, sizeof path, "sign/%s/key", name);
+    char *key = read_file(testing_fixture(path), &key_len);
+    snprintf(path, sizeof path, "sign/%s/signature", name);
+    char *want = read_file(testing_fixture(path), &sig_len);
+
+    struct sign s;
+    REQUIRE(sign_init(&s, "hmac-sha256", (unsigned char *)key, key_len) == 0);
+    char hex[SIGN_HEX_LEN + 1];
+    CHECK(sign_compute(&s, parts, hex) == 0);
+    CHECK_STR(hex, want);
+    CHECK(sign_verify(&s, parts, want, sig_len));
+    /* One flipped digit, a truncated or an empty signature: rejected. */
+    want[5] = want[5] == '0' ? '1' : '0';
+    CHECK(!sign_verify(&s, parts, want, sig_len));
+    CHECK(!sign_verify(&s, parts, want, sig_len - 1));
+    CHECK(!sign_verify(&s, parts, "", 0));
+    /* The same digest with non-hex characters is not accepted either. */
+    CHECK(!sign_verify(&s, parts, "zz", 2));
+    sign_release(&s);
+    for (int i = 0; i < 4; i++)
+        free(data[i]);
+    free(key);
+    free(want);
+}
+
+static void test_sign_vectors(void)
+{
+    check_vector("simple");
+    check_vector("unicode");
+    check_vector("long-key");
+    check_vector("empty-parts");
+}
+
+static void test_sign_empty_key(void)
+{
+    struct sign s;
+    REQUIRE(sign_init(&s, "hmac-sha256", NULL, 0) == 0);
+    CHECK(!s.enabled);
+    struct sign_part parts[4] = {{"{}", 2}, {"{}", 2}, {"{}", 2}, {"{}", 2}};
+    char hex[SIGN_HEX_LEN + 1];
+    CHECK(sign_compute(&s, parts, hex) == 0);
+    CHECK_STR(hex, "");
+    CHECK(sign_verify(&s, parts, "", 0));
+    sign_release(&s);
+    CHECK_INT(sign_init(&s, "hmac-md5", (const unsigned char *)"k", 1), -EINVAL);
+}
+
+/* --- wire and msg ------------------------------------------------------------------ */
+
+#define F(s)                                                                             \
+    {                                                                                    \
+        (void *)(s), sizeof(s) - 1                                                       \
+    }
+
+static void test_wire_split(void)
+{
+    struct wire_frame frames[] = {F("id1"),  F("id2"), F("<IDS|MSG>"), F("sig"),
+                                  F("{}"),   F("{}"),  F("{}"),        F("{}"),
+                                  F("buf1"), F("buf2")};
+    struct wire_parts p;
+    char err[128];
+    REQUIRE(wire_split(frames, 10, &p, err, sizeof err) == 0);
+    CHECK_INT(p.nidents, 2);
+    CHECK_INT(p.nbuffers, 2);
+    CHECK(p.signature == &frames[3]);
+    CHECK(p.json[WIRE_CONTENT] == &frames[7]);
+    /* No identities at all is fine (a DEALER peer with no routing prefix). */
+    REQUIRE(wire_split(frames + 2, 6, &p, err, sizeof err) == 0);
+    CHECK_INT(p.nidents, 0);
+    CHECK_INT(p.nbuffers, 0);
+}
+
+static void test_wire_malformed(void)
+{
+    struct wire_frame no_delim[] = {F("id"), F("sig"), F("{}"),
+                                    F("{}"), F("{}"),  F("{}")};
+    struct wire_frame too_few[] = {F("id"), F("<IDS|MSG>"), F("sig"), F("{}"), F("{}")};
+    struct wire_parts p;
+    char err[128];
+    CHECK_INT(wire_split(no_delim, 6, &p, err, sizeof err), -EBADMSG);
+    CHECK(strstr(err, "delimiter") != NULL);
+    CHECK_INT(wire_split(too_few, 5, &p, err, sizeof err), -EBADMSG);
+    CHECK_INT(wire_split(NULL, 0, &p, err, sizeof err), -EBADMSG);
+    /* Too many identities. */
+    struct wire_frame many[WIRE_MAX_IDENTS + 6];
+    for (int i = 0; i < WIRE_MAX_IDENTS + 1; i++)
+        many[i] = (struct wire_frame)F("id");
+    many[WIRE_MAX_IDENTS + 1] = (struct wire_frame)F("<IDS|MSG>");
+    for (int i = WIRE_MAX_IDENTS + 2; i < WIRE_MAX_IDENTS + 6; i++)
+        many[i] = (struct wire_frame)F("{}");
+    CHECK_INT(wire_split(many, WIRE_MAX_IDENTS + 6, &p, err, sizeof err), -EBADMSG);
+    /* An oversized JSON part (its length alone is checked; no data is read). */
+    struct wire_frame big[] = {F("<IDS|MSG>"), F(""), F("{}"), F("{}"), F("{}"), F("{}")};
+    big[5].len = (size_t)WIRE_MAX_JSON + 1;
+    CHECK_INT(wire_split(big, 6, &p, err, sizeof err), -EBADMSG);
+    CHECK(strstr(err, "JSON part") != NULL);
+}
+
+/* Signs four JSON texts with key "k" and returns frames for msg_parse. */
+static struct wire_frame *signed_frames(const char *h, const char *p, const char *m,
+                                        const char *c, struct sign *s, size_t *n)
+{
+    static char hex[SIGN_HEX_LEN + 1];
+    struct sign_part parts[4] = {
+        {h, strlen(h)}, {p, strlen(p)}, {m, strlen(m)}, {c, strlen(c)}};
+    sign_compute(s, parts, hex);
+    static struct wire_frame f[7];
+    f[0] = (struct wire_frame){"client", 6};
+    f[1] = (struct wire_frame){"<IDS|MSG>", 9};
+    f[2] = (struct wire_frame){hex, strlen(hex)};
+    f[3] = (struct wire_frame){(void *)h, strlen(h)};
+    f[4] = (struct wire_frame){(void *)p, strlen(p)};
+    f[5] = (struct wire_frame){(void *)m, strlen(m)};
+    f[6] = (struct wire_frame){(void *)c, strlen(c)};
+    *n = 7;
+    return f;
+}
+
+static const char hdr[] = "{\"msg_id\":\"m1\",\"msg_type\":\"execute_request\"}";
+
+static void expect_parse_error(const char *h, const char *p, const char *m, const char *c,
+                               int want)
+{
+    struct sign s;
+    sign_init(&s, "hmac-sha256", (const unsigned char *)"k", 1);
+    size_t n;
+    struct wire_frame *f = signed_frames(h, p, m, c, &s, &n);
+    struct msg *msg = (struct msg *)1;
+    char err[128] = "";
+    CHECK_INT(msg_parse(f, n, &s, &msg, err, sizeof err), want);
+    CHECK(msg == NULL);
+    CHECK(err[0] != 0);
+    sign_release(&s);
+}
+
+static void test_msg_parse_malformed(void)
+{
+    expect_parse_error("not json", "{}", "{}", "{}", -EBADMSG);
+    expect_parse_error("[]", "{}", "{}", "{}", -EBADMSG);
+    expect_parse_error("{\"msg_id\":\"m\"}", "{}", "{}", "{}", -EBADMSG);
+    expect_parse_error("{\"msg_id\":\"m\",\"msg_type\":7}", "{}", "{}", "{}", -EBADMSG);
+    expect_parse_error("{\"msg_id\":\"m\",\"msg_type\":\"\"}", "{}", "{}", "{}",
+                       -EBADMSG);
+    expect_parse_error("{\"msg_type\":\"x\"}", "{}", "{}", "{}", -EBADMSG);
+    expect_parse_error(hdr, "null", "{}", "{}", -EBADMSG);
+    expect_parse_error(hdr, "{}", "\"str\"", "{}", -EBADMSG);
+    expect_parse_error(hdr, "{}", "{}", "[1,2", -EBADMSG);
+    expect_parse_error(hdr, "{}", "{}", "{\"a\":\"\\ud800\"}", -EBADMSG);
+}
+
+static void test_msg_bad_signature(void)
+{
+    struct sign s, other;
+    sign_init(&s, "hmac-sha256", (const unsigned char *)"k", 1);
+    sign_init(&other, "hmac-sha256", (const unsigned char *)"not-k", 5);
+    size_t n;
+    struct wire_frame *f = signed_frames(hdr, "{}", "{}", "{}", &other, &n);
+    struct msg *m = NULL;
+    char err[128];
+    CHECK_INT(msg_parse(f, n, &s, &m, err, sizeof err), -EACCES);
+    CHECK_STR(err, "bad signature");
+    f[2].len = 0;
+    CHECK_INT(msg_parse(f, n, &s, &m, err, sizeof err), -EACCES);
+    CHECK_STR(err, "missing signature");
+    /* With no key, the same message is accepted. */
+    struct sign none;
+    sign_init(&none, "hmac-sha256", NULL, 0);
+    CHECK(msg_parse(f, n, &none, &m, err, sizeof err) == 0);
+    msg_free(m);
+    sign_release(&s);
+    sign_release(&other);
+}
+
+static void test_msg_round_trip(void)
+{
+    struct sign s;
+    sign_init(&s, "hmac-sha256", (const unsigned char *)"secret", 6);
+    struct msg_session sess;
+    REQUIRE(msg_session_init(&sess, "tester") == 0);
+    CHECK_INT(strlen(sess.session), 36);
+
+    size_t n;
+    struct wire_frame *f = signed_frames(hdr, "{}", "{}", "{\"code\":\"1\"}", &s, &n);
+    struct msg *req = NULL;
+    char err[128];
+    REQUIRE(msg_parse(f, n, &s, &req, err, sizeof err) == 0);
+    CHECK_STR(msg_type(req), "execute_request");
+    CHECK_STR(msg_id(req), "m1");
+    CHECK_INT(req->nidents, 1);
+
+    json_t *content = json_pack("{s:s, s:i}", "status", "ok", "execution_count", 3);
+    struct msg *reply = msg_make(&sess, "execute_reply", req, &content, true);
+    REQUIRE(reply != NULL);
+    CHECK(content == NULL);
+    CHECK(msg_add_buffer(reply, "\x00\x01\x02", 3) == 0);
+    struct wire_frame *out;
+    size_t nout;
+    REQUIRE(msg_serialize(reply, &s, &out, &nout) == 0);
+    CHECK_INT(nout, 1 + 1 + 1 + 4 + 1);
+    CHECK(out[0].len == 6 && memcmp(out[0].data, "client", 6) == 0);
+
+    struct msg *back = NULL;
+    REQUIRE(msg_parse(out, nout, &s, &back, err, sizeof err) == 0);
+    CHECK_STR(msg_type(back), "execute_reply");
+    CHECK_STR(json_string_value(json_object_get(back->parent_header, "msg_id")), "m1");
+    CHECK_STR(json_string_value(json_object_get(back->header, "session")), sess.session);
+    CHECK_STR(json_string_value(json_object_get(back->header, "username")), "tester");
+    CHECK_STR(json_string_value(json_object_get(back->header, "version")),
+              MSG_PROTOCOL_VERSION);
+    CHECK_INT(json_integer_value(json_object_get(back->content, "execution_count")), 3);
+    CHECK_INT(back->nbuffers, 1);
+    CHECK(back->buffers[0].len == 3 &&
+          memcmp(back->buffers[0].data, "\x00\x01\x02", 3) == 0);
+    /* Fresh ids: a second message from the session has another msg_id. */
+    struct msg *second = msg_make(&sess, "status", req, NULL, false);
+    CHECK(strcmp(msg_id(second), msg_id(reply)) != 0);
+    CHECK_INT(second->nidents, 0);
+
+    msg_free(second);
+    msg_free(back);
+    wire_frames_free(out, nout);
+    msg_free(reply);
+    msg_free(req);
+    sign_release(&s);
+}
+
+static void test_msg_date(void)
+{
+    char d[40];
+    msg_date_now(d, sizeof d);
+    /* 2024-01-02T03:04:05.000006Z: 27 characters, microseconds zero-padded. */
+    CHECK_INT(strlen(d), 27);
+    CHECK(d[4] == '-' && d[7] == '-' && d[10] == 'T' && d[13] == ':' && d[16] == ':');
+    CHECK(d[19] == '.' && d[26] == 'Z');
+    for (int i = 20; i < 26; i++)
+        CHECK(d[i] >= '0' && d[i] <= '9');
+}
+
+static const struct testing_case cases[] = {
+    TESTING_CASE(test_connection_parse),
+    TESTING_CASE(test_connection_ipc_and_defaults),
+    TESTING_CASE(test_connection_errors),
+    TESTING_CASE(test_connection_load_missing),
+    TESTING_CASE(test_connection_load_file),
+    TESTING_CASE(test_sign_vectors),
+    TESTING_CASE(test_sign_empty_key),
+    TESTING_CASE(test_wire_split),
+    TESTING_CASE(test_wire_malformed),
+    TESTING_CASE(test_msg_parse_malformed),
+    TESTING_CASE(test_msg_bad_signature),
+    TESTING_CASE(test_msg_round_trip),
+    TESTING_CASE(test_msg_date),
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    return testing_main(argc, argv, cases);
+}
