@@ -289,10 +289,11 @@ static void start_request(struct kernel *k, struct request *r)
         }
     }
     json_t *w = json_pack(
-        "{s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f}", "type", "request", "msg_type",
-        msg_type(r->msg), "header", r->msg->header, "content", r->msg->content,
+        "{s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f, s:I}", "type", "request",
+        "msg_type", msg_type(r->msg), "header", r->msg->header, "content", r->msg->content,
         "metadata", r->msg->metadata, "execution_count", r->execution_count, "silent",
-        r->silent, "store_history", r->store_history, "timeout", r->timeout_s);
+        r->silent, "store_history", r->store_history, "timeout", r->timeout_s,
+        "max_output", (json_int_t)k->opts->max_output);
     k->current = r;
     k->child.state = CHILD_BUSY;
     r->sent_at = kernel_now();
@@ -374,6 +375,11 @@ static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
         k->child.state = CHILD_READY;
     char type[96];
     bool execute = strcmp(msg_type(r->msg), "execute_request") == 0;
+    /* The worker drops stream output past the cap before it reaches the link;
+     * it reports how much, and the supervisor says it once, with its own count. */
+    json_t *wd = json_object_get(content, "sandpit_dropped");
+    if (json_is_integer(wd) && json_integer_value(wd) > 0)
+        r->dropped_bytes += (unsigned long)json_integer_value(wd);
     if (r->dropped_bytes) {
         char line[256];
         snprintf(
@@ -384,7 +390,8 @@ static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
         json_t *c = json_pack("{s:s, s:s}", "name", "stderr", "text", line);
         kernel_publish(k, r->msg->header, "stream", &c);
     }
-    json_t *c = json_is_object(content) ? json_incref(content) : json_object();
+    json_t *c = json_is_object(content) ? json_deep_copy(content) : json_object();
+    json_object_del(c, "sandpit_dropped");
     const char *status = json_string_value(json_object_get(c, "status"));
     if (!status) {
         json_object_set_new(c, "status", json_string("error"));

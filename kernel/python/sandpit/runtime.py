@@ -42,10 +42,6 @@ _loop = None  # the event loop for top-level await, made on first use
 _cell_serial = 0
 
 
-class CellTimeoutError(TimeoutError):
-    """The cell ran longer than the kernel's per-cell time limit."""
-
-
 # --- the loop --------------------------------------------------------------------
 
 
@@ -275,7 +271,7 @@ def execute(req, buffers):
         if isinstance(e, KeyboardInterrupt):
             poll_link()
             if _timeout_note is not None:
-                exc = CellTimeoutError(
+                exc = TimeoutError(
                     "cell exceeded its time limit of %g s" % _timeout_note.get("limit", 0))
                 exc.__traceback__ = e.__traceback__
         _kernel.flush()
