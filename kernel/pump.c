@@ -1,9 +1,10 @@
 /* pump: read fds 1 and 2 of the worker and send them as stream messages.
  *
- * Why pipes rather than a Python object on sys.stdout alone: output written
- * below Python (a C extension's printf, os.write(1, ...), a crash message)
- * must reach the client too, and in order with what Python printed. Python's
- * sys.stdout writes straight through to fd 1, so everything meets in the pipe.
+ * Two ways in: Python's sys.stdout and sys.stderr call pump_write, which only
+ * copies into memory (a print costs no system call); and output written below
+ * Python (a C extension's printf, os.write(1, ...), a crash message) goes to
+ * fds 1 and 2, which are pipes this thread reads. Both land in the same
+ * pending buffer, so they stay in order up to the gathering window.
  *
  * Why a thread: a cell that prints and then sleeps must show its line before
  * the sleep ends, with no help from the cell. The thread waits on the pipes
@@ -22,8 +23,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +44,7 @@ struct pending {
 
 static const char *const stream_names[2] = {"stdout", "stderr"};
 static int pipe_r[2] = {-1, -1};
+static int wake_fd = -1; /* an eventfd: output was written by pump_write */
 static pthread_mutex_t pump_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct pending pend[2];
 static double first_at; /* monotonic time of the oldest unsent byte; 0: none */
@@ -158,32 +162,61 @@ static void send_locked(bool final)
     first_at = pend[0].len || pend[1].len ? now_ms() : 0;
 }
 
+static int reserve(struct pending *p, size_t more)
+{
+    if (p->cap - p->len >= more)
+        return 0;
+    size_t ncap = p->cap ? p->cap : 131072;
+    while (ncap - p->len < more)
+        ncap *= 2;
+    char *nd = realloc(p->data, ncap);
+    if (!nd)
+        return -ENOMEM;
+    p->data = nd;
+    p->cap = ncap;
+    return 0;
+}
+
+/* Appends output to a stream's pending bytes (pump_mu held), keeping the order
+ * of the two streams and waking the thread when this starts a new batch. */
+static void append_locked(int w, const char *data, size_t len)
+{
+    struct pending *p = &pend[w];
+    if (p->len == 0 && pend[1 - w].len)
+        send_locked(false);
+    if (reserve(p, len) != 0)
+        return;
+    memcpy(p->data + p->len, data, len);
+    p->len += len;
+    if (!first_at) {
+        first_at = now_ms();
+        uint64_t one = 1;
+        ssize_t n = write(wake_fd, &one, sizeof one);
+        (void)n;
+    }
+    if (p->len >= SEND_AT)
+        send_locked(false);
+}
+
+void pump_write(int which, const char *data, size_t len)
+{
+    if (which != 1 && which != 2)
+        return;
+    pthread_mutex_lock(&pump_mu);
+    append_locked(which - 1, data, len);
+    pthread_mutex_unlock(&pump_mu);
+}
+
 /* Reads what the pipes hold now (pump_mu held). */
 static void drain_locked(void)
 {
+    char chunk[65536];
     for (int w = 0; w < 2; w++) {
         for (;;) {
-            struct pending *p = &pend[w];
-            if (p->cap - p->len < 65536) {
-                size_t ncap = p->cap ? p->cap * 2 : 131072;
-                char *nd = realloc(p->data, ncap);
-                if (!nd)
-                    break;
-                p->data = nd;
-                p->cap = ncap;
-            }
-            ssize_t n = read(pipe_r[w], p->data + p->len, p->cap - p->len);
+            ssize_t n = read(pipe_r[w], chunk, sizeof chunk);
             if (n <= 0)
                 break;
-            /* Keep order across the two streams: what the other one already
-             * holds goes out before this one grows. */
-            if (p->len == 0 && pend[1 - w].len)
-                send_locked(false);
-            if (!first_at)
-                first_at = now_ms();
-            p->len += (size_t)n;
-            if (p->len >= SEND_AT)
-                send_locked(false);
+            append_locked(w, chunk, (size_t)n);
         }
     }
 }
@@ -194,8 +227,9 @@ static void *pump_thread(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the main thread */
-    struct pollfd fds[2] = {{.fd = pipe_r[0], .events = POLLIN},
-                            {.fd = pipe_r[1], .events = POLLIN}};
+    struct pollfd fds[3] = {{.fd = pipe_r[0], .events = POLLIN},
+                            {.fd = pipe_r[1], .events = POLLIN},
+                            {.fd = wake_fd, .events = POLLIN}};
     for (;;) {
         pthread_mutex_lock(&pump_mu);
         int timeout = -1;
@@ -204,9 +238,14 @@ static void *pump_thread(void *arg)
             timeout = left <= 0 ? 0 : (int)left + 1;
         }
         pthread_mutex_unlock(&pump_mu);
-        int n = poll(fds, 2, timeout);
+        int n = poll(fds, 3, timeout);
         if (n < 0 && errno != EINTR)
             break;
+        if (fds[2].revents & POLLIN) {
+            uint64_t v;
+            ssize_t r = read(wake_fd, &v, sizeof v);
+            (void)r;
+        }
         pthread_mutex_lock(&pump_mu);
         drain_locked();
         if (first_at && now_ms() >= first_at + FLUSH_MS)
@@ -220,6 +259,9 @@ static void *pump_thread(void *arg)
 
 int pump_start(void)
 {
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd < 0)
+        return -errno;
     for (int w = 0; w < 2; w++) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)

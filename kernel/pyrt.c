@@ -133,6 +133,39 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
     return r;
 }
 
+/* write(stream: int, text: str | bytes-like) -> int: output for stdout (1) or
+ * stderr (2); returns the length written, as TextIOBase.write does. */
+static PyObject *sp_write(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int stream;
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "iO:write", &stream, &obj))
+        return NULL;
+    if (PyUnicode_Check(obj)) {
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(obj, &len);
+        if (!utf8) { /* lone surrogates: write what can be written */
+            PyErr_Clear();
+            PyObject *b = PyUnicode_AsEncodedString(obj, "utf-8", "replace");
+            if (!b)
+                return NULL;
+            pump_write(stream, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+            Py_DECREF(b);
+        } else {
+            pump_write(stream, utf8, (size_t)len);
+        }
+        return PyLong_FromSsize_t(PyUnicode_GET_LENGTH(obj));
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_CONTIG_RO) < 0)
+        return NULL;
+    pump_write(stream, view.buf, (size_t)view.len);
+    Py_ssize_t n = view.len;
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(n);
+}
+
 /* flush() -> None: sends what fds 1 and 2 hold, before anything else goes out. */
 static PyObject *sp_flush(PyObject *self, PyObject *args)
 {
@@ -210,6 +243,7 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
 static PyMethodDef sp_methods[] = {
     {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
     {"recv", sp_recv, METH_VARARGS, "Receive the next frame from the supervisor."},
+    {"write", sp_write, METH_VARARGS, "Write output to stdout (1) or stderr (2)."},
     {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},
     {"output_reset", sp_output_reset, METH_VARARGS, "Set the stream cap; get the drop."},
     {"log", sp_log, METH_VARARGS, "Write a line to the kernel's log."},

@@ -1,10 +1,11 @@
 """sys.stdout and sys.stderr of the worker, and input() and getpass().
 
-The streams write straight through to file descriptors 1 and 2, which are
-pipes read by the worker's output pump (kernel/pump.c): output from Python
-and from C code meets there, in order, and the pump turns it into stream
-messages. Writing through means a print is never stuck in a buffer when a
-cell ends, crashes or waits.
+The streams hand their text to the worker's output pump (kernel/pump.c)
+through _sandpit.write: a copy into memory, no system call. The pump's thread
+sends it as stream messages within a few milliseconds, together with what C
+code writes to file descriptors 1 and 2, so a print is never stuck in a
+buffer when a cell ends, crashes or waits. Outside the worker (tests of the
+runtime), the streams write to the file descriptors themselves.
 """
 
 import builtins
@@ -22,6 +23,17 @@ class StdinNotImplementedError(NotImplementedError):
     """input() was called, but the client that sent the cell does not take input."""
 
 
+try:
+    from _sandpit import write as _write
+except ImportError:  # outside the worker
+    def _write(fd, data):
+        view = memoryview(data.encode("utf-8", "replace") if isinstance(data, str)
+                          else data).cast("B")
+        while view:
+            view = view[os.write(fd, view):]
+        return len(data)
+
+
 class _BinaryWriter(io.RawIOBase):
     def __init__(self, fd):
         self._fd = fd
@@ -30,12 +42,7 @@ class _BinaryWriter(io.RawIOBase):
         return True
 
     def write(self, b):
-        view = memoryview(b).cast("B")
-        total = len(view)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        return total
+        return _write(self._fd, b)
 
     def fileno(self):
         return self._fd
@@ -62,11 +69,9 @@ class OutStream(io.TextIOBase):
         return self._fd
 
     def write(self, s):
-        if not isinstance(s, str):
+        if s.__class__ is not str and not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        if s:
-            self.buffer.write(s.encode("utf-8", "replace"))
-        return len(s)
+        return _write(self._fd, s)
 
     def writelines(self, lines):
         for line in lines:
