@@ -1,0 +1,47 @@
+/* sandbox internals: one function per layer, called in order by sandbox.c and one at a
+ * time by the unit tests, which check each layer on its own. Same rules as sandbox.h:
+ * the policy is borrowed and a layer is filled in place. Each returns 0 when its layer
+ * ends ACTIVE, UNAVAILABLE or DISABLED, and -errno when it ends FAILED.
+ */
+#ifndef SANDPIT_SANDBOX_INTERNAL_H
+#define SANDPIT_SANDBOX_INTERNAL_H
+
+#include "sandbox/sandbox.h"
+
+#include <stdarg.h>
+
+/* Sets the state and replaces the detail. */
+void sandbox__layer_set(struct sandbox_layer *l, enum sandbox_state s, const char *fmt,
+                        ...) __attribute__((format(printf, 3, 4)));
+/* Appends "; <text>" to the detail (truncated with "..." when it does not fit). */
+void sandbox__layer_note(struct sandbox_layer *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "1 GiB", "100 MiB", "4096 bytes": the largest unit that divides n exactly. */
+void sandbox__format_size(char *buf, size_t size, uint64_t n);
+
+/* RLIMIT_DATA, FSIZE, NOFILE, CORE, RTPRIO, soft and hard. */
+int sandbox__rlimits_apply(const struct sandbox_policy *p, struct sandbox_layer *l);
+/* RLIMIT_NPROC = SANDBOX_MAX_TASKS when own_userns (there it counts the worker's own
+ * tasks); otherwise a note on why it is left alone. */
+int sandbox__rlimits_limit_tasks(struct sandbox_layer *l, bool own_userns);
+
+/* unshare(CLONE_NEWUSER | CLONE_NEWNS [| CLONE_NEWNET]), the uid/gid maps, then the
+ * read-only mounts, the read-write binds and the covers of hidden paths. */
+int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_layer *user,
+                              struct sandbox_layer *net, struct sandbox_layer *mnt);
+
+/* Empties the bounding, ambient, inheritable, permitted and effective sets. */
+int sandbox__caps_drop(struct sandbox_layer *l);
+
+/* no_new_privs, then a Landlock ruleset for p; *abi gets the running ABI (0: none). */
+int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer *l,
+                            int *abi);
+
+/* Checks that no p->hidden_paths can be read from here; notes any that can in l (FAILED,
+ * -EACCES). Run after every stage-1 layer. */
+int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l);
+
+/* no_new_privs, then the seccomp filters (see seccomp.c), synchronised to all threads. */
+int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer *l);
+
+#endif

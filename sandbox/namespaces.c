@@ -1,0 +1,466 @@
+/* Namespaces: a user namespace, an empty network namespace and a mount namespace.
+ *
+ * The user namespace is what lets an unprivileged worker make the other two, and it
+ * means that whatever capabilities the worker holds afterwards hold only over objects
+ * that namespace owns (its network and mount namespaces), never over the machine. The
+ * current uid and gid are mapped to themselves, so files written in the workspace keep
+ * their owner. A user namespace cannot be left once entered, and on some machines
+ * unshare() succeeds but writing the maps does not (Ubuntu's AppArmor restriction), so
+ * the combination is first tried in a throwaway child.
+ *
+ * The network namespace is new and empty: a loopback interface that is down, so every
+ * connect() fails with "network is unreachable", even to 127.0.0.1.
+ *
+ * The mount namespace exists because Landlock (up to ABI 7) does not govern chmod,
+ * chown, utime or setxattr: a worker running as root could otherwise `chmod u+s` any
+ * root-owned program or make /etc/shadow world-readable. Here every mount is made
+ * read-only (EROFS for all of those), except bind mounts of the read-write paths, and
+ * each hidden path is covered: a folder by an empty read-only tmpfs, a file by /dev/null.
+ * Propagation is made private first, so nothing done here reaches the parent namespace.
+ *
+ * Without user namespaces, real root can still make the network and mount namespaces;
+ * anyone else gets "unavailable" with the reason.
+ */
+#include "sandbox/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* mount_setattr(2), Linux 5.12; glibc 2.36's <sys/mount.h> and <linux/mount.h> clash. */
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#define NS_MOUNT_ATTR_SIZE_VER0 32
+
+struct ns_mount_attr {
+    uint64_t attr_set;
+    uint64_t attr_clr;
+    uint64_t propagation;
+    uint64_t userns_fd;
+};
+
+static int mount_setattr_rdonly(const char *path, bool rdonly, bool recursive)
+{
+    struct ns_mount_attr a = {0};
+    if (rdonly)
+        a.attr_set = MOUNT_ATTR_RDONLY;
+    else
+        a.attr_clr = MOUNT_ATTR_RDONLY;
+    long rc = syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a,
+                      (size_t)NS_MOUNT_ATTR_SIZE_VER0);
+    return rc < 0 ? -errno : 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    int rc = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+    close(fd);
+    return rc;
+}
+
+static int write_maps(uid_t uid, gid_t gid)
+{
+    char line[64];
+    int rc = write_file("/proc/self/setgroups", "deny");
+    if (rc < 0 && rc != -ENOENT) /* before Linux 3.19 there is no such file */
+        return rc;
+    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    if ((rc = write_file("/proc/self/uid_map", line)) < 0)
+        return rc;
+    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    return write_file("/proc/self/gid_map", line);
+}
+
+/* What went wrong in a trial: the step and its errno. */
+struct trial {
+    int err;       /* 0: it worked */
+    bool unshared; /* the failure came after unshare(), while writing the maps */
+};
+
+/* Tries unshare(flags) and, with CLONE_NEWUSER, the maps, in a child that then exits. */
+static struct trial try_unshare(int flags, uid_t uid, gid_t gid)
+{
+    struct trial t = {0, false};
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return (struct trial){errno, false};
+    pid_t pid = fork();
+    if (pid < 0) {
+        t.err = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return t;
+    }
+    if (pid == 0) {
+        struct trial c = {0, false};
+        if (unshare(flags) < 0)
+            c.err = errno;
+        else if (flags & CLONE_NEWUSER) {
+            int rc = write_maps(uid, gid);
+            c = (struct trial){-rc, rc < 0};
+        }
+        _exit(write(fds[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t n;
+    while ((n = read(fds[0], &t, sizeof t)) < 0 && errno == EINTR)
+        ;
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)sizeof t)
+        t = (struct trial){ECHILD, false};
+    return t;
+}
+
+static bool sysctl_is(const char *path, const char *value)
+{
+    char buf[16] = "";
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool same = fgets(buf, sizeof buf, f) && strncmp(buf, value, strlen(value)) == 0;
+    fclose(f);
+    return same;
+}
+
+/* Why a user namespace could not be made, in a few words. */
+static void userns_reason(struct trial t, char *buf, size_t size)
+{
+    if (t.unshared && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
+        snprintf(buf, size,
+                 "cannot write the uid/gid maps: %s (the process is not "
+                 "dumpable: it changed uid without an execve)",
+                 strerror(t.err));
+    else if (t.unshared)
+        snprintf(buf, size,
+                 "cannot write the uid/gid maps: %s (an LSM such as AppArmor "
+                 "restricts user namespaces?)",
+                 strerror(t.err));
+    else if (t.err == EPERM &&
+             sysctl_is("/proc/sys/kernel/unprivileged_userns_clone", "0"))
+        snprintf(buf, size, "kernel.unprivileged_userns_clone is 0");
+    else if (t.err == EPERM &&
+             sysctl_is("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"))
+        snprintf(buf, size, "AppArmor restricts unprivileged user namespaces");
+    else if (t.err == EPERM)
+        snprintf(buf, size,
+                 "unshare(CLONE_NEWUSER): %s (a container or seccomp profile "
+                 "forbids it)",
+                 strerror(t.err));
+    else if (t.err == ENOSPC)
+        snprintf(buf, size, "user.max_user_namespaces is 0 or reached");
+    else if (t.err == EINVAL)
+        snprintf(buf, size,
+                 "unshare(CLONE_NEWUSER): %s (no user namespaces in this "
+                 "kernel, or chrooted)",
+                 strerror(t.err));
+    else
+        snprintf(buf, size, "unshare(CLONE_NEWUSER): %s", strerror(t.err));
+}
+
+/* Checks that the network namespace holds only a loopback that is down. */
+static void check_network(struct sandbox_layer *net, const char *how)
+{
+    struct if_nameindex *ifs = if_nameindex();
+    if (!ifs) {
+        sandbox__layer_set(net, SANDBOX_ACTIVE, "empty%s (could not list interfaces: %s)",
+                           how, strerror(errno));
+        return;
+    }
+    char others[96] = "";
+    bool lo_up = false;
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    for (struct if_nameindex *i = ifs; i->if_index; i++) {
+        if (strcmp(i->if_name, "lo") != 0) {
+            size_t len = strlen(others);
+            snprintf(others + len, sizeof others - len, "%s%s", len ? " " : "",
+                     i->if_name);
+            continue;
+        }
+        struct ifreq req;
+        memset(&req, 0, sizeof req);
+        snprintf(req.ifr_name, sizeof req.ifr_name, "%s", i->if_name);
+        if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags & IFF_UP))
+            lo_up = true;
+    }
+    if (s >= 0)
+        close(s);
+    if_freenameindex(ifs);
+    if (others[0] || lo_up)
+        sandbox__layer_set(net, SANDBOX_FAILED, "new namespace is not empty: %s%s",
+                           others, lo_up ? " lo is up" : "");
+    else
+        sandbox__layer_set(net, SANDBOX_ACTIVE, "empty: only a loopback, down%s", how);
+}
+
+/* Covers one hidden path; returns 0, or -errno with a note in mnt. */
+static int cover(const char *path, struct sandbox_layer *mnt, bool can_setattr)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        int rc = -errno;
+        if (rc == -ENOENT)
+            return 0; /* nothing to hide */
+        sandbox__layer_note(mnt, "cannot hide %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    int rc = 0;
+    if (S_ISDIR(st.st_mode)) {
+        if (mount("none", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,mode=000") < 0)
+            rc = -errno;
+    } else {
+        /* Read-only if possible; writes to /dev/null would be harmless anyway. */
+        if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0)
+            rc = -errno;
+        else if (can_setattr)
+            mount_setattr_rdonly(path, true, false);
+    }
+    if (rc < 0)
+        sandbox__layer_note(mnt, "cannot hide %s: %s", path, strerror(-rc));
+    return rc;
+}
+
+/* The read-write paths of the policy, in order; returns how many (at most max). */
+static size_t rw_list(const struct sandbox_policy *p, const char **out, size_t max)
+{
+    size_t n = 0;
+    if (p->workspace && n < max)
+        out[n++] = p->workspace;
+    if (p->tmpdir && n < max)
+        out[n++] = p->tmpdir;
+    for (const char *const *s = p->rw_paths; s && *s && n < max; s++)
+        out[n++] = *s;
+    return n;
+}
+
+/* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
+ * hidden paths covered. */
+static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt)
+{
+    /* Private first: otherwise, in a namespace made by real root, the mounts below would
+     * propagate to the host. If that fails, nothing else may be mounted. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        int rc = -errno;
+        sandbox__layer_set(mnt, SANDBOX_FAILED, "cannot make mounts private: %s",
+                           strerror(-rc));
+        return rc;
+    }
+    char cwd[PATH_MAX];
+    bool have_cwd = getcwd(cwd, sizeof cwd) != NULL;
+
+    enum { MAX_RW = 64 };
+    const char *rw[MAX_RW + 1];
+    bool bound[MAX_RW] = {false};
+    size_t n_rw = rw_list(p, rw, MAX_RW + 1), n_bound = 0;
+    mnt->detail[0] = '\0';
+    if (n_rw > MAX_RW) {
+        sandbox__layer_note(mnt, "only the first %d read-write paths are writable",
+                            MAX_RW);
+        n_rw = MAX_RW;
+    }
+    for (size_t i = 0; i < n_rw; i++) {
+        if (mount(rw[i], rw[i], NULL, MS_BIND | MS_REC, NULL) == 0) {
+            bound[i] = true;
+            n_bound++;
+        } else {
+            sandbox__layer_note(mnt, "skipped %s: %s", rw[i], strerror(errno));
+        }
+    }
+
+    int rc = mount_setattr_rdonly("/", true, true);
+    bool can_setattr = rc == 0;
+    if (rc == 0) {
+        for (size_t i = 0; i < n_rw; i++)
+            if (bound[i] && (rc = mount_setattr_rdonly(rw[i], false, true)) < 0)
+                sandbox__layer_note(mnt, "%s stays read-only: %s", rw[i], strerror(-rc));
+    }
+    int hide_rc = 0;
+    size_t hidden = 0;
+    for (const char *const *h = p->hidden_paths; h && *h; h++, hidden++) {
+        int c = cover(*h, mnt, can_setattr);
+        if (c < 0 && hide_rc == 0)
+            hide_rc = c;
+    }
+    if (have_cwd && chdir(cwd) < 0) /* the old cwd may lie under a new bind */
+        sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
+
+    char notes[SANDBOX_DETAIL_MAX];
+    snprintf(notes, sizeof notes, "%s", mnt->detail);
+    if (!can_setattr) {
+        enum sandbox_state s = rc == -ENOSYS ? SANDBOX_UNAVAILABLE : SANDBOX_FAILED;
+        sandbox__layer_set(mnt, s, "cannot make mounts read-only: %s%s", strerror(-rc),
+                           rc == -ENOSYS ? " (mount_setattr needs Linux 5.12)" : "");
+    } else {
+        sandbox__layer_set(mnt, SANDBOX_ACTIVE,
+                           "read-only but for %zu read-write path%s, %zu hidden", n_bound,
+                           n_bound == 1 ? "" : "s", hidden);
+    }
+    if (notes[0])
+        sandbox__layer_note(mnt, "%s", notes);
+    if (hide_rc < 0) {
+        mnt->state = SANDBOX_FAILED;
+        return hide_rc;
+    }
+    return mnt->state == SANDBOX_FAILED ? rc : 0;
+}
+
+int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_layer *user,
+                              struct sandbox_layer *net, struct sandbox_layer *mnt)
+{
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    int want = CLONE_NEWNS | (p->network ? 0 : CLONE_NEWNET);
+    int flags = 0; /* what was unshared */
+    char why_user[160] = "", why_net[96] = "", why_mnt[96] = "";
+    const char *how = "";
+
+    struct trial t = try_unshare(CLONE_NEWUSER | want, uid, gid);
+    if (t.err != 0) {
+        struct trial alone = try_unshare(CLONE_NEWUSER, uid, gid);
+        if (alone.err != 0) {
+            userns_reason(alone, why_user, sizeof why_user);
+        } else {
+            /* A user namespace alone works: find out which of the others does not. */
+            want = 0;
+            struct trial m = try_unshare(CLONE_NEWUSER | CLONE_NEWNS, uid, gid);
+            if (m.err == 0)
+                want |= CLONE_NEWNS;
+            else
+                snprintf(why_mnt, sizeof why_mnt, "unshare(CLONE_NEWNS): %s",
+                         strerror(m.err));
+            if (!p->network) {
+                struct trial n = try_unshare(CLONE_NEWUSER | CLONE_NEWNET, uid, gid);
+                if (n.err == 0)
+                    want |= CLONE_NEWNET;
+                else
+                    snprintf(why_net, sizeof why_net, "unshare(CLONE_NEWNET): %s",
+                             strerror(n.err));
+            }
+            t = alone;
+        }
+    }
+    if (t.err == 0) {
+        if (unshare(CLONE_NEWUSER | want) < 0) {
+            int rc = -errno;
+            sandbox__layer_set(user, SANDBOX_FAILED, "unshare: %s (it worked in a trial)",
+                               strerror(-rc));
+            return rc;
+        }
+        int rc = write_maps(uid, gid);
+        if (rc < 0) {
+            /* Stuck in a namespace without a mapping: the worker must not go on. */
+            sandbox__layer_set(user, SANDBOX_FAILED, "cannot write the uid/gid maps: %s",
+                               strerror(-rc));
+            return rc;
+        }
+        flags = CLONE_NEWUSER | want;
+        sandbox__layer_set(
+            user, SANDBOX_ACTIVE,
+            "uid %u and gid %u mapped to themselves; no capability over the "
+            "machine",
+            (unsigned)uid, (unsigned)gid);
+    } else {
+        sandbox__layer_set(user, SANDBOX_UNAVAILABLE, "%s", why_user);
+        /* Real root does not need a user namespace for the other two. */
+        if (uid == 0) {
+            if (want & CLONE_NEWNET && unshare(CLONE_NEWNET) == 0)
+                flags |= CLONE_NEWNET;
+            else if (want & CLONE_NEWNET)
+                snprintf(why_net, sizeof why_net, "unshare(CLONE_NEWNET): %s",
+                         strerror(errno));
+            if (unshare(CLONE_NEWNS) == 0)
+                flags |= CLONE_NEWNS;
+            else
+                snprintf(why_mnt, sizeof why_mnt, "unshare(CLONE_NEWNS): %s",
+                         strerror(errno));
+            how = " (as root, without a user namespace)";
+        } else {
+            snprintf(why_net, sizeof why_net, "needs a user namespace");
+            snprintf(why_mnt, sizeof why_mnt, "needs a user namespace");
+        }
+    }
+
+    if (p->network)
+        sandbox__layer_set(net, SANDBOX_DISABLED, "network on: the host's network");
+    else if (flags & CLONE_NEWNET)
+        check_network(net, how);
+    else
+        sandbox__layer_set(net, SANDBOX_UNAVAILABLE, "%s", why_net);
+
+    int rc = 0;
+    if (flags & CLONE_NEWNS)
+        rc = setup_mounts(p, mnt);
+    else
+        sandbox__layer_set(mnt, SANDBOX_UNAVAILABLE, "%s", why_mnt);
+    if (net->state == SANDBOX_FAILED && rc == 0)
+        rc = -EIO;
+    return rc;
+}
+
+/* True if path can be read from here: a regular file that opens, or a folder that lists
+ * something. A cover (/dev/null, an empty tmpfs) or a denial is not. */
+static bool readable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool exposed = false;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        exposed = true;
+    } else if (S_ISDIR(st.st_mode)) {
+        DIR *d = fdopendir(fd);
+        if (d) {
+            struct dirent *e;
+            while (!exposed && (e = readdir(d)))
+                exposed = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+            closedir(d);
+            return exposed;
+        }
+    }
+    close(fd);
+    return exposed;
+}
+
+int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l)
+{
+    int rc = 0;
+    for (const char *const *h = p->hidden_paths; h && *h; h++) {
+        if (!readable(*h))
+            continue;
+        if (rc == 0)
+            l->state = SANDBOX_FAILED;
+        sandbox__layer_note(l, "%s is still readable", *h);
+        rc = -EACCES;
+    }
+    return rc;
+}

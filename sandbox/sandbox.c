@@ -1,0 +1,243 @@
+/* The sandbox's two stages and its report.
+ *
+ * The order is the point. Stage 1 runs before the interpreter exists, while the worker
+ * has one thread: rlimits first (they cost nothing and hold from then on), then the
+ * namespaces (unshare(CLONE_NEWUSER) refuses a multi-threaded caller, and the mounts
+ * need the capabilities the new user namespace grants), then the capabilities are
+ * dropped (nothing after this needs them), then Landlock (before Linux ABI 8 it binds
+ * only the calling thread, so it must come before CPython, OpenBLAS or the preloads start
+ * any). Stage 2 runs once the interpreter and its preloads are up, because Debian's
+ * pandas runs `uname -p` at import and matplotlib may run fc-list: the seccomp filter
+ * that forbids new processes comes last, with TSYNC so it covers threads that exist by
+ * then.
+ *
+ * A layer the machine lacks is reported and skipped; the others still apply. The report
+ * says "active" only for what was applied and verified where that is cheap.
+ */
+#include "sandbox/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *const layer_names[SANDBOX_LAYER_COUNT] = {
+    [SANDBOX_LAYER_RLIMITS] = "rlimits",
+    [SANDBOX_LAYER_USERNS] = "user-namespace",
+    [SANDBOX_LAYER_NETNS] = "network-namespace",
+    [SANDBOX_LAYER_MOUNTNS] = "mount-namespace",
+    [SANDBOX_LAYER_CAPS] = "capabilities",
+    [SANDBOX_LAYER_LANDLOCK] = "landlock",
+    [SANDBOX_LAYER_SECCOMP] = "seccomp",
+};
+
+void sandbox_policy_init(struct sandbox_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->enabled = true;
+    p->network = false;
+    p->max_open_files = SANDBOX_DEFAULT_OPEN_FILES;
+}
+
+void sandbox_report_init(struct sandbox_report *r)
+{
+    memset(r, 0, sizeof *r);
+    for (size_t i = 0; i < SANDBOX_LAYER_COUNT; i++) {
+        r->layers[i].name = layer_names[i];
+        r->layers[i].state = SANDBOX_PENDING;
+    }
+    r->n = SANDBOX_LAYER_COUNT;
+}
+
+const char *sandbox_state_name(enum sandbox_state s)
+{
+    switch (s) {
+    case SANDBOX_PENDING:
+        return "pending";
+    case SANDBOX_ACTIVE:
+        return "active";
+    case SANDBOX_UNAVAILABLE:
+        return "unavailable";
+    case SANDBOX_DISABLED:
+        return "disabled";
+    case SANDBOX_FAILED:
+        return "failed";
+    }
+    return "unknown";
+}
+
+const struct sandbox_layer *sandbox_report_find(const struct sandbox_report *r,
+                                                const char *name)
+{
+    for (size_t i = 0; i < r->n && i < SANDBOX_LAYERS_MAX; i++)
+        if (r->layers[i].name && strcmp(r->layers[i].name, name) == 0)
+            return &r->layers[i];
+    return NULL;
+}
+
+void sandbox_report_print(const struct sandbox_report *r, FILE *f)
+{
+    for (size_t i = 0; i < r->n && i < SANDBOX_LAYERS_MAX; i++) {
+        const struct sandbox_layer *l = &r->layers[i];
+        fprintf(f, "sandbox: %-17s %s%s%s\n", l->name ? l->name : "?",
+                sandbox_state_name(l->state), l->detail[0] ? ": " : "", l->detail);
+    }
+}
+
+void sandbox__layer_set(struct sandbox_layer *l, enum sandbox_state s, const char *fmt,
+                        ...)
+{
+    va_list ap;
+    l->state = s;
+    va_start(ap, fmt);
+    vsnprintf(l->detail, sizeof l->detail, fmt, ap);
+    va_end(ap);
+}
+
+void sandbox__layer_note(struct sandbox_layer *l, const char *fmt, ...)
+{
+    char text[SANDBOX_DETAIL_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+
+    size_t len = strlen(l->detail);
+    int n =
+        snprintf(l->detail + len, sizeof l->detail - len, "%s%s", len ? "; " : "", text);
+    if (n < 0 || (size_t)n >= sizeof l->detail - len)
+        memcpy(l->detail + sizeof l->detail - 4, "...", 4);
+}
+
+void sandbox__format_size(char *buf, size_t size, uint64_t n)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    while (u + 1 < sizeof units / sizeof units[0] && n >= 1024 && n % 1024 == 0) {
+        n /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%llu %s", (unsigned long long)n, units[u]);
+}
+
+/* The number of threads of this process, from /proc/self/task (0 if it cannot tell). */
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void set_all(struct sandbox_report *r, size_t from, size_t to,
+                    enum sandbox_state s, const char *detail)
+{
+    for (size_t i = from; i < to; i++)
+        sandbox__layer_set(&r->layers[i], s, "%s", detail);
+}
+
+int sandbox_enter(const struct sandbox_policy *p, struct sandbox_report *r)
+{
+    if (r->n == 0)
+        sandbox_report_init(r);
+    if (!p->enabled) {
+        set_all(r, 0, SANDBOX_LAYER_SECCOMP, SANDBOX_DISABLED, "sandbox off");
+        return 0;
+    }
+    int threads = count_threads();
+    if (threads > 1) {
+        char why[96];
+        snprintf(why, sizeof why,
+                 "not applied: the process has %d threads, stage 1 needs one", threads);
+        set_all(r, 0, SANDBOX_LAYER_SECCOMP, SANDBOX_FAILED, why);
+        return -EINVAL;
+    }
+
+    struct sandbox_layer *L = r->layers;
+    int first = 0;
+#define KEEP(rc)                                                                         \
+    do {                                                                                 \
+        int rc_ = (rc);                                                                  \
+        if (rc_ < 0 && first == 0)                                                       \
+            first = rc_;                                                                 \
+    } while (0)
+
+    KEEP(sandbox__rlimits_apply(p, &L[SANDBOX_LAYER_RLIMITS]));
+    KEEP(sandbox__namespaces_enter(p, &L[SANDBOX_LAYER_USERNS], &L[SANDBOX_LAYER_NETNS],
+                                   &L[SANDBOX_LAYER_MOUNTNS]));
+    KEEP(sandbox__rlimits_limit_tasks(&L[SANDBOX_LAYER_RLIMITS],
+                                      L[SANDBOX_LAYER_USERNS].state == SANDBOX_ACTIVE));
+    KEEP(sandbox__caps_drop(&L[SANDBOX_LAYER_CAPS]));
+    KEEP(sandbox__landlock_apply(p, &L[SANDBOX_LAYER_LANDLOCK], &r->landlock_abi));
+    KEEP(sandbox__hidden_check(p, &L[SANDBOX_LAYER_MOUNTNS]));
+#undef KEEP
+    return first;
+}
+
+int sandbox_lock(const struct sandbox_policy *p, struct sandbox_report *r)
+{
+    if (r->n == 0)
+        sandbox_report_init(r);
+    if (!p->enabled) {
+        sandbox__layer_set(&r->layers[SANDBOX_LAYER_SECCOMP], SANDBOX_DISABLED,
+                           "sandbox off");
+        return 0;
+    }
+    return sandbox__seccomp_apply(p, &r->layers[SANDBOX_LAYER_SECCOMP]);
+}
+
+int sandbox_probe(const struct sandbox_policy *p, struct sandbox_report *r)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -errno;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int err = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return -err;
+    }
+    if (pid == 0) {
+        /* The report holds no pointers but the layer names, which are static strings of
+         * this same program, so it can cross the pipe as bytes. */
+        struct sandbox_report child;
+        sandbox_report_init(&child);
+        close(fds[0]);
+        sandbox_enter(p, &child);
+        sandbox_lock(p, &child);
+        ssize_t n = write(fds[1], &child, sizeof child);
+        _exit(n == (ssize_t)sizeof child ? 0 : 1);
+    }
+    close(fds[1]);
+    struct sandbox_report got;
+    size_t have = 0;
+    while (have < sizeof got) {
+        ssize_t n = read(fds[0], (char *)&got + have, sizeof got - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    if (have != sizeof got || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -ECHILD;
+    *r = got;
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* sandbox: confines the worker, the process that runs user cells.
+ *
+ * The worker calls sandbox_enter() while it has one thread and no Python (rlimits,
+ * namespaces, capabilities, Landlock), then sandbox_lock() once CPython and its preloads
+ * are up (no_new_privs and the seccomp filter, on every thread). Each step fills a layer
+ * of a struct sandbox_report, which never claims a layer that is not in force.
+ * Ownership: the policy and its strings are borrowed for the duration of a call; the
+ * report is the caller's; nothing here allocates memory that outlives a call.
+ * sandbox/POLICY.md is the table of what is allowed and denied, and why.
+ */
+#ifndef SANDPIT_SANDBOX_H
+#define SANDPIT_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What the worker may do. Paths are absolute; lists are NULL-terminated and may be NULL.
+ */
+struct sandbox_policy {
+    bool enabled;          /* --sandbox off: apply nothing, every layer "disabled" */
+    bool network;          /* --network on: TCP/UDP over IPv4/IPv6, host network */
+    const char *workspace; /* read-write; may be NULL */
+    const char *tmpdir;    /* private temporary folder, read-write; may be NULL */
+    const char *const *ro_paths; /* extra read-only paths (a venv, ~/.local/lib/...) */
+    const char *const *rw_paths; /* extra read-write paths */
+    const char *const *hidden_paths; /* files or folders that must stay unreadable even
+                                      * inside the workspace (the connection file): in the
+                                      * worker's mount namespace each is covered by an
+                                      * empty one; sandbox_enter() fails if one is still
+                                      * readable afterwards */
+    uint64_t memory_bytes;           /* RLIMIT_DATA; 0: no limit */
+    uint64_t max_file_bytes;         /* RLIMIT_FSIZE; 0: no limit */
+    unsigned max_open_files;         /* RLIMIT_NOFILE; 0: SANDBOX_DEFAULT_OPEN_FILES */
+};
+
+#define SANDBOX_DEFAULT_OPEN_FILES 256
+/* RLIMIT_NPROC, set only where it counts the worker's own tasks (its user namespace). */
+#define SANDBOX_MAX_TASKS 1024
+
+enum sandbox_state {
+    SANDBOX_PENDING,     /* its stage has not run yet */
+    SANDBOX_ACTIVE,      /* in force */
+    SANDBOX_UNAVAILABLE, /* the machine cannot provide it; detail says why */
+    SANDBOX_DISABLED,    /* turned off by the policy */
+    SANDBOX_FAILED,      /* could not be applied as the policy asks; detail says why */
+};
+
+/* The layers, in the order they are applied and reported. */
+enum sandbox_layer_id {
+    SANDBOX_LAYER_RLIMITS,
+    SANDBOX_LAYER_USERNS,
+    SANDBOX_LAYER_NETNS,
+    SANDBOX_LAYER_MOUNTNS,
+    SANDBOX_LAYER_CAPS,
+    SANDBOX_LAYER_LANDLOCK,
+    SANDBOX_LAYER_SECCOMP,
+    SANDBOX_LAYER_COUNT,
+};
+
+#define SANDBOX_LAYERS_MAX 8
+#define SANDBOX_DETAIL_MAX 256
+
+struct sandbox_layer {
+    const char *name; /* "rlimits", "user-namespace", "network-namespace",
+                       * "mount-namespace", "capabilities", "landlock", "seccomp" */
+    enum sandbox_state state;
+    char detail[SANDBOX_DETAIL_MAX];
+};
+
+/* layers[] is indexed by enum sandbox_layer_id. */
+struct sandbox_report {
+    struct sandbox_layer layers[SANDBOX_LAYERS_MAX];
+    size_t n;
+    int landlock_abi; /* 0: no Landlock */
+};
+
+/* Fills p with the defaults: enabled, no network, no paths, no memory or file-size
+ * limit, SANDBOX_DEFAULT_OPEN_FILES open files. */
+void sandbox_policy_init(struct sandbox_policy *p);
+
+/* Names every layer and sets it SANDBOX_PENDING. sandbox_enter() and sandbox_lock() call
+ * it themselves on a report whose n is 0. */
+void sandbox_report_init(struct sandbox_report *r);
+
+/* Stage 1, in the worker before Py_Initialize, while the process has exactly one thread:
+ * rlimits; a user namespace (uid and gid mapped to themselves) with an empty network
+ * namespace unless p->network, and a mount namespace in which everything outside the
+ * read-write paths is read-only and p->hidden_paths are covered; all capabilities
+ * dropped; no_new_privs; Landlock. A layer the machine lacks is reported unavailable and
+ * the others still apply. Returns 0, or the -errno of the first layer that FAILED (the
+ * others were still applied; the worker should not run user code). -EINVAL if the
+ * process has more than one thread (nothing is applied then). */
+int sandbox_enter(const struct sandbox_policy *p, struct sandbox_report *r);
+
+/* Stage 2, after CPython is initialised and its preloads imported: no_new_privs and the
+ * seccomp filter, synchronised to every thread. Returns 0 or -errno (seccomp FAILED). */
+int sandbox_lock(const struct sandbox_policy *p, struct sandbox_report *r);
+
+/* "pending", "active", "unavailable", "disabled", "failed" (static strings). */
+const char *sandbox_state_name(enum sandbox_state s);
+
+/* The layer called name, or NULL (borrowed from r). */
+const struct sandbox_layer *sandbox_report_find(const struct sandbox_report *r,
+                                                const char *name);
+
+/* Writes one line per layer to f: "sandbox: <layer> <state>: <detail>". */
+void sandbox_report_print(const struct sandbox_report *r, FILE *f);
+
+/* Runs both stages in a forked child (which then exits) and fills r with what this
+ * machine gives the policy; for `sandpit check-sandbox`. Returns 0 (whatever the layers
+ * say) or -errno if the child could not run or report. */
+int sandbox_probe(const struct sandbox_policy *p, struct sandbox_report *r);
+
+#endif
