@@ -17,6 +17,9 @@ PYTHON  := /usr/bin/python3
 
 SANITIZE ?=
 BUILD    := build$(if $(SANITIZE),-$(SANITIZE))
+# V=1 shows the compiler's command lines.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
 
 PKGS     := libzmq jansson libcrypto libseccomp
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -55,24 +58,29 @@ UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
 all: $(BIN)
 
 $(BIN): $(BUILD)/kernel/main.o $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	@echo "  CC    $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # The worker's Python runtime and the kernelspec logos live inside the binary,
 # so that `sandpit install` and the worker need nothing beside it.
 $(BUILD)/embedded.c: kernel/embed.py $(PY_SRC) $(LOGOS)
 	@mkdir -p $(dir $@)
-	$(PYTHON) kernel/embed.py $@ $(PY_SRC) $(LOGOS)
+	@echo "  EMBED $@"
+	$(Q)$(PYTHON) kernel/embed.py $@ $(PY_SRC) $(LOGOS)
 
 $(BUILD)/embedded.o: $(BUILD)/embedded.c
-	$(CC) $(ALL_CFLAGS) -Ikernel -c -o $@ $<
+	@echo "  CC    $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -Ikernel -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.

@@ -32,8 +32,21 @@ class Console:
         raise AssertionError("%r never appeared on the console:\n%s" % (text, self.screen()))
 
     def type(self, line):
+        """Types a line and waits until the console has dealt with it (its screen
+        stops changing): keys typed while the console waits for an
+        is_complete_reply can trip jupyter_console's event loop."""
+        before = self.screen()
         self.tmux(["send-keys", "-t", "c", "-l", line])
         self.tmux(["send-keys", "-t", "c", "Enter"])
+        deadline = time.monotonic() + 20
+        last, stable_since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            s = self.screen()
+            if s != last:
+                last, stable_since = s, time.monotonic()
+            elif s != before and time.monotonic() - stable_since > 0.3:
+                return
+            time.sleep(0.05)
 
     def close(self):
         subprocess.run(["tmux", "-L", self.sock, "kill-server"], stderr=subprocess.DEVNULL)

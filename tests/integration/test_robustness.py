@@ -77,7 +77,9 @@ def test_worker_crash_is_contained(fresh_kernel, crash):
     assert c["status"] == "error"
     assert c["ename"] == "WorkerDied"
     assert "lost" in c["evalue"] and "restarted" in c["evalue"]
-    assert [m["msg_type"] for m in out] == ["error"]
+    # what the dying process wrote to stderr may come first; the error comes last
+    assert [m["msg_type"] for m in out][-1] == "error"
+    assert {m["msg_type"] for m in out} <= {"stream", "error"}
     # the kernel goes on, with a new worker and a fresh namespace
     assert k.run("print('alive')") == "alive\n"
     reply, _ = k.execute("lost")
