@@ -290,10 +290,10 @@ static void start_request(struct kernel *k, struct request *r)
     }
     json_t *w = json_pack(
         "{s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f, s:I}", "type", "request",
-        "msg_type", msg_type(r->msg), "header", r->msg->header, "content", r->msg->content,
-        "metadata", r->msg->metadata, "execution_count", r->execution_count, "silent",
-        r->silent, "store_history", r->store_history, "timeout", r->timeout_s,
-        "max_output", (json_int_t)k->opts->max_output);
+        "msg_type", msg_type(r->msg), "header", r->msg->header, "content",
+        r->msg->content, "metadata", r->msg->metadata, "execution_count",
+        r->execution_count, "silent", r->silent, "store_history", r->store_history,
+        "timeout", r->timeout_s, "max_output", (json_int_t)k->opts->max_output);
     k->current = r;
     k->child.state = CHILD_BUSY;
     r->sent_at = kernel_now();

@@ -12,8 +12,9 @@
 
 #include "protocol/wire.h"
 
-#define LINK_MAX_FRAME (512u << 20) /* a frame larger than this means a corrupt stream   \
-                                     */
+#define LINK_MAX_FRAME                                                                   \
+    (512u << 20) /* a frame larger than this means a corrupt stream                      \
+                  */
 #define LINK_MAX_BUFFERS WIRE_MAX_BUFFERS
 
 struct link_frame {

@@ -44,7 +44,12 @@ static const struct opt table[] = {
     {"preload", OPT_STRING, OFF(preload),
      "MODS   comma-separated modules to import before the sandbox locks"},
     {"log-level", OPT_LOGLEVEL, OFF(log_level), "LEVEL  error, warning, info or debug"},
+    {"pass-env", OPT_STRING, OFF(pass_env),
+     "NAMES  comma-separated environment variables the code may see (with the sandbox "
+     "on, "
+     "only a short list of harmless ones is passed)"},
     {"tmpdir", OPT_STRING, OFF(tmpdir), NULL}, /* internal: supervisor to worker */
+    {"hide", OPT_STRING, OFF(hide), NULL},     /* internal: supervisor to worker */
 };
 
 #define NOPTS (sizeof table / sizeof table[0])
@@ -65,6 +70,8 @@ void options_release(struct options *o)
     free(o->figure_format);
     free(o->preload);
     free(o->tmpdir);
+    free(o->hide);
+    free(o->pass_env);
     options_init(o);
 }
 

@@ -22,8 +22,10 @@ struct options {
     bool sandbox;
     char *figure_format; /* "png", "retina" or "svg" */
     int dpi;
-    char *preload; /* comma-separated modules imported before lock-in */
-    char *tmpdir;  /* internal: the worker's private temporary folder */
+    char *preload;  /* comma-separated modules imported before lock-in */
+    char *pass_env; /* comma-separated environment variables the code may see */
+    char *tmpdir;   /* internal: the worker's private temporary folder */
+    char *hide;     /* internal: a file the worker must not read (the key's) */
 };
 
 void options_init(struct options *o);

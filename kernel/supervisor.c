@@ -618,6 +618,11 @@ static int kernel_init(struct kernel *k, struct options *opts)
     }
     free(opts->tmpdir);
     opts->tmpdir = strdup(k->tmpdir);
+    char conn_real[PATH_MAX];
+    if (realpath(opts->connection_file, conn_real)) {
+        free(opts->hide);
+        opts->hide = strdup(conn_real);
+    }
     if (!k->workspace || !opts->tmpdir)
         return -ENOMEM;
 

@@ -102,8 +102,7 @@ static const char *const denied[] = {
     "pidfd_getfd",
     "process_madvise",
     "process_mrelease",
-    /* sockets: socket() is conditional below; pairs are never needed by a cell */
-    "socketpair",
+    /* sockets: socket() and socketpair() are conditional below */
     /* filesystem topology and namespaces */
     "mount",
     "umount",
@@ -247,6 +246,11 @@ static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
             if (type != SOCK_STREAM && type != SOCK_DGRAM)
                 TRY(DENY_IF("socket", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)));
     }
+
+    /* A connected pair inside the worker reaches nothing outside it; asyncio's event
+     * loop needs one for its self-pipe (top-level await in a cell, tornado, comms).
+     * Other families stay denied. */
+    TRY(DENY_IF("socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX)));
 
     /* Signals only to the worker itself (no pid namespace: getpid() is its real pid).
      * kill(0) and kill(-1) would reach the supervisor's process group or everything. */
