@@ -90,13 +90,15 @@ DEB_TEST  := python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
              jupyter-nbconvert python3-nbconvert jupyter-console tmux \
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
-             python3-comm python3-ipywidgets
+             python3-comm python3-ipywidgets jupyter-notebook python3-notebook \
+             python3-widgetsnbextension chromium chromium-driver python3-selenium
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 
 deps:
-	@missing=$$(for p in $(DEB_ALL); do \
-	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' \
-	        || echo $$p; done); \
+	@installed=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(DEB_ALL) 2>/dev/null \
+	    | awk '/install ok installed/ {print $$1}'); \
+	missing=$$(for p in $(DEB_ALL); do \
+	    echo "$$installed" | grep -qx "$$p" || echo $$p; done); \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	echo "sandpit: missing Debian packages:" $$missing; \
 	if [ "$$(id -u)" = 0 ]; then \

@@ -130,13 +130,14 @@ int child_flush(struct child *c)
     return 0;
 }
 
-int child_send(struct child *c, const char *json, size_t len)
+int child_send(struct child *c, const char *json, size_t len,
+               const struct wire_frame *buffers, size_t nbuffers)
 {
     if (c->fd < 0)
         return -EPIPE;
     unsigned char *frame;
     size_t flen;
-    int rc = link_encode(json, len, NULL, 0, &frame, &flen);
+    int rc = link_encode(json, len, buffers, nbuffers, &frame, &flen);
     if (rc)
         return rc;
     if (c->out_cap - c->out_len < flen) {

@@ -42,9 +42,10 @@ int child_start(struct child *c, char *const argv[]);
  * SIGCHLD handler to reap. Safe on a child that is down. */
 void child_stop(struct child *c);
 
-/* Queues a frame for the worker and writes what the link takes now.
- * 0, or -errno when the link is broken. */
-int child_send(struct child *c, const char *json, size_t len);
+/* Queues a frame (JSON and binary buffers, both borrowed) for the worker and
+ * writes what the link takes now. 0, or -errno when the link is broken. */
+int child_send(struct child *c, const char *json, size_t len,
+               const struct wire_frame *buffers, size_t nbuffers);
 
 /* Writes queued bytes (call when the link is writable). 0 or -errno. */
 int child_flush(struct child *c);

@@ -131,12 +131,6 @@ static void handle_history(struct kernel *k, struct request *req)
     kernel_reply(k, req, "history_reply", &c, NULL);
 }
 
-static void handle_comm_info(struct kernel *k, struct request *req)
-{
-    json_t *c = json_pack("{s:s, s:{}}", "status", "ok", "comms");
-    kernel_reply(k, req, "comm_info_reply", &c, NULL);
-}
-
 static void abort_queued(struct kernel *k, bool everything);
 
 static void handle_shutdown(struct kernel *k, struct request *req)
@@ -166,14 +160,25 @@ static void handle_interrupt(struct kernel *k, struct request *req)
 static const struct handler handlers[] = {
     {"kernel_info_request", handle_kernel_info, false},
     {"history_request", handle_history, false},
-    {"comm_info_request", handle_comm_info, false},
     {"shutdown_request", handle_shutdown, false},
     {"interrupt_request", handle_interrupt, false},
     {"execute_request", NULL, true},
     {"is_complete_request", NULL, true},
     {"complete_request", NULL, true},
     {"inspect_request", NULL, true},
+    {"comm_info_request", NULL, true},
+    /* Comm messages from the front end: the worker handles them; no reply. */
+    {"comm_open", NULL, true},
+    {"comm_msg", NULL, true},
+    {"comm_close", NULL, true},
 };
+
+/* Requests that get no reply on the shell channel, only busy and idle. */
+static bool has_reply(const struct request *r)
+{
+    return strncmp(msg_type(r->msg), "comm_", 5) != 0 ||
+           strcmp(msg_type(r->msg), "comm_info_request") == 0;
+}
 
 static const struct handler *find_handler(const char *type)
 {
@@ -214,13 +219,17 @@ static struct request *dequeue(struct kernel *k)
     return r;
 }
 
+static bool has_reply(const struct request *r);
+
 static void send_aborted(struct kernel *k, struct request *r)
 {
     char type[96];
     begin(k, r);
-    json_t *c = json_pack("{s:s}", "status", "aborted");
-    kernel_reply(k, r, reply_type(r, type, sizeof type), &c,
-                 reply_metadata(k, "aborted"));
+    if (has_reply(r)) {
+        json_t *c = json_pack("{s:s}", "status", "aborted");
+        kernel_reply(k, r, reply_type(r, type, sizeof type), &c,
+                     reply_metadata(k, "aborted"));
+    }
     end(k, r);
 }
 
@@ -299,7 +308,7 @@ static void start_request(struct kernel *k, struct request *r)
     r->sent_at = kernel_now();
     json_decref(k->last_parent);
     k->last_parent = json_incref(r->msg->header);
-    if (!w || kernel_send_worker(k, w) != 0)
+    if (!w || kernel_send_worker(k, w, r->msg) != 0)
         log_warn("the request %s did not reach the worker", msg_id(r->msg));
     json_decref(w);
 }
@@ -403,7 +412,12 @@ static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
     if (md && json_is_object(metadata))
         json_object_update(md, metadata);
     bool failed = strcmp(status, "error") == 0;
-    kernel_reply(k, r, reply_type(r, type, sizeof type), &c, md);
+    if (has_reply(r)) {
+        kernel_reply(k, r, reply_type(r, type, sizeof type), &c, md);
+    } else {
+        json_decref(c);
+        json_decref(md);
+    }
     end(k, r);
     if (execute && failed && r->stop_on_error && !r->silent)
         abort_queued(k, false);
@@ -425,7 +439,8 @@ void dispatch_worker_lost(struct kernel *k, const char *why)
                               "traceback", line);
         kernel_publish(k, r->msg->header, "error", &c);
     }
-    reply_error(k, r, ename, why);
+    if (has_reply(r))
+        reply_error(k, r, ename, why);
     end(k, r);
     if (strcmp(msg_type(r->msg), "execute_request") == 0 && r->stop_on_error &&
         !r->silent)
@@ -595,6 +610,6 @@ void dispatch_stdin(struct kernel *k, struct msg **m)
     }
     json_t *w = json_pack("{s:s, s:O}", "type", "input_reply", "content", (*m)->content);
     if (w)
-        kernel_send_worker(k, w);
+        kernel_send_worker(k, w, NULL);
     json_decref(w);
 }

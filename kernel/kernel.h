@@ -70,8 +70,10 @@ void kernel_publish(struct kernel *k, const json_t *parent_header, const char *m
                     json_t **content);
 void kernel_publish_status(struct kernel *k, const struct request *req,
                            const char *state);
-/* Sends a JSON object to the worker (borrowed). 0 or -errno. */
-int kernel_send_worker(struct kernel *k, const json_t *obj);
+/* Sends a JSON object to the worker, with the binary buffers of a message if
+ * with_buffers is given (both borrowed). 0 or -errno. */
+int kernel_send_worker(struct kernel *k, const json_t *obj,
+                       const struct msg *with_buffers);
 /* Kills the worker and starts another; the running request, if any, is
  * answered with an error that says why. */
 void kernel_restart_worker(struct kernel *k, const char *why);

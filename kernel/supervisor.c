@@ -219,12 +219,15 @@ void kernel_publish_status(struct kernel *k, const struct request *req, const ch
     kernel_publish(k, req ? req->msg->header : NULL, "status", &content);
 }
 
-int kernel_send_worker(struct kernel *k, const json_t *obj)
+int kernel_send_worker(struct kernel *k, const json_t *obj,
+                       const struct msg *with_buffers)
 {
     char *text = json_dumps(obj, JSON_COMPACT);
     if (!text)
         return -ENOMEM;
-    int rc = child_send(&k->child, text, strlen(text));
+    int rc = child_send(&k->child, text, strlen(text),
+                        with_buffers ? with_buffers->buffers : NULL,
+                        with_buffers ? with_buffers->nbuffers : 0);
     free(text);
     if (rc)
         log_warn("cannot write to the worker: %s", strerror(-rc));
@@ -414,7 +417,7 @@ static void check_timers(struct kernel *k)
         json_t *note = json_pack("{s:s, s:s, s:f}", "type", "interrupt", "reason",
                                  "timeout", "limit", r->timeout_s);
         if (note)
-            kernel_send_worker(k, note);
+            kernel_send_worker(k, note, NULL);
         json_decref(note);
         interrupt_worker(k, "the cell's time limit");
     }

@@ -447,11 +447,22 @@ def inspect(req, buffers):
         return {"status": "ok", "found": False, "data": {}, "metadata": {}}
 
 
+def _comm(req, buffers):
+    from . import comms
+    if req.get("msg_type") == "comm_info_request":
+        return comms.comm_info(req, buffers)
+    return comms.handle(req, buffers)
+
+
 HANDLERS = {
     "execute_request": execute,
     "is_complete_request": is_complete,
     "complete_request": complete,
     "inspect_request": inspect,
+    "comm_info_request": _comm,
+    "comm_open": _comm,
+    "comm_msg": _comm,
+    "comm_close": _comm,
 }
 
 
@@ -460,7 +471,7 @@ HANDLERS = {
 
 # Modules of this package with an install(user_ns) that sets up the user's
 # world before the first cell (display(), get_ipython(), ...), in this order.
-INSTALLERS = ["display", "shell"]
+INSTALLERS = ["display", "comms", "shell"]
 
 
 def prepare_lock():
