@@ -145,9 +145,11 @@ class Context:
         self.string_start = lexer.string_start
         self.brackets = list(lexer.brackets)
         self.line = code[self.line_start:cursor]
-        first = next((t for t in code.split("\n") if t.strip()), "")
-        self.cell_magic = first.strip()[2:].split(" ")[0] if first.startswith("%%") else None
-        self.first_line_end = code.find("\n") if self.cell_magic else -1
+        # a cell magic's name, and where its line ends
+        self.cell_magic, self.first_line_end = None, -1
+        m = re.match(r"(?:[ \t]*\n)*%%(\w+)[^\n]*", code)
+        if m:
+            self.cell_magic, self.first_line_end = m.group(1), m.end()
 
 
 def _complete(code, cursor, user_ns):
@@ -355,9 +357,6 @@ def _python_view(ctx, blank=0):
                     chars[i] = " "
     for i in range(ctx.line_start, ctx.line_start + blank):
         chars[i] = " "
-    if ctx.cell_magic:
-        for i in range(0, min(ctx.first_line_end, len(chars))):
-            chars[i] = " "
     return "".join(chars)
 
 
@@ -421,14 +420,13 @@ def _plain_matches(ctx, user_ns, blank):
         found = _modules(parts[:-1], parts[-1])
         head = ".".join(parts[:-1]) + "." if len(parts) > 1 else ""
         return [Match(head + n, "module") for n in found], cursor - len(word)
-    m = re.search(r"((?:[A-Za-z_]\w*\s*\.\s*)*[A-Za-z_]\w*)\s*\.\s*(\w*)$", line)
-    if m and not re.search(r"[\w)\]}'\"]\.\s*$", line[:m.start()] + "."):
-        obj = _lookup(re.sub(r"\s+", "", m.group(1)), user_ns)
+    m = re.search(r"\.\s*(\w*)$", line)
+    if m:  # an attribute: of a dotted name only, which can be looked up safely
+        prefix = m.group(1)
+        obj = _lookup(_dotted_before(line[:m.start()]), user_ns)
         if obj is _MISSING:
             return [], cursor
-        prefix = m.group(2)
-        names = _attributes(obj)
-        out = [Match(n, *_describe(_safe_getattr(obj, n))) for n in names
+        out = [Match(n, *_describe(_safe_getattr(obj, n))) for n in _attributes(obj)
                if n.startswith(prefix) and (prefix.startswith("_") or not n.startswith("_"))]
         return out, cursor - len(prefix)
     m = re.search(r"(\w*)$", line)
@@ -470,15 +468,9 @@ def _safe_getattr(obj, name):
 
 def _attributes(obj):
     try:
-        names = set(dir(obj))
+        return sorted(set(dir(obj)), key=_order)
     except Exception:
-        names = set()
-    if isinstance(obj, type) is False:
-        try:
-            names |= set(dir(type(obj)))
-        except Exception:
-            pass
-    return sorted(names, key=_order)
+        return []
 
 
 def _describe(value):

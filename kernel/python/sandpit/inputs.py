@@ -19,7 +19,9 @@ argument on the magic's line, followed by as many empty lines as the body had
 Only a line that starts a statement is looked at: a small lexer follows
 strings, brackets and backslash continuations, so "%" in a format string or
 "!" in "!=" is never touched. A cell without "%", "!" or "?" and without
-leading white space is returned as it is, after three substring scans.
+leading white space is returned as it is, after three substring scans; one
+where no line starts with an escape, ends with "?" or has "= %" goes after
+one regular expression more.
 
 check_complete() answers is_complete_request as IPython's
 TransformerManager.check_complete does.
@@ -27,7 +29,8 @@ TransformerManager.check_complete does.
 
 import re
 
-_MAYBE_IPYTHON = re.compile(r"[%!?]")
+# A line that could hold IPython syntax: an escape first, a ? last, or "= %"/"= !".
+_CANDIDATE_LINE = re.compile(r"^[ \t]*[%!?]|\?[ \t]*(?:#.*)?$|=[ \t]*[%!]", re.M)
 _PROMPT_CLASSIC = re.compile(r"^(>>>|\.\.\.)( |$)")
 _PROMPT_IPYTHON = re.compile(r"^(In \[\d+\]: |\s*\.\.\.+: )")
 _HELP_END = re.compile(r"(%{0,2}[A-Za-z_*][\w*]*(?:\.[A-Za-z_*][\w*]*)*)(\?\??)$")
@@ -196,7 +199,10 @@ def _cell_magic(lines, first):
 def transform_cell(code):
     """The Python source to run for a cell: the same number of lines, IPython
     syntax translated to calls on get_ipython()."""
-    if (_MAYBE_IPYTHON.search(code) is None and not code[:1].isspace()
+    if ("%" not in code and "!" not in code and "?" not in code
+            and not code[:1].isspace() and not code.startswith((">>>", "In ["))):
+        return code
+    if (_CANDIDATE_LINE.search(code) is None and not code[:1].isspace()
             and not code.startswith((">>>", "In ["))):
         return code
     lines = _dedent_leading(_strip_prompts(_split(code)))

@@ -431,10 +431,11 @@ def inspect(code, cursor_pos, detail_level, user_ns):
     if not name:
         return reply
     # "%time" or "%%time" at the cursor: the tokenizer sees the name alone
-    start = code.rfind(name, 0, max(cursor_pos, 0) + len(name))
-    while start > 0 and code[start - 1] == "%":
-        start -= 1
-        name = "%" + name
+    if "." not in name:
+        for m in re.finditer(r"(%{1,2})" + re.escape(name) + r"\b", code):
+            if m.start() <= cursor_pos <= m.end():
+                name = m.group(0)
+                break
     found = find_object(name, user_ns)
     if not found.get("found"):
         return reply
@@ -494,7 +495,10 @@ def psearch(pattern, user_ns):
                         continue
                     found.append((full + ".", value))
         if last:
-            page("\n".join(sorted(set(found))))
+            if found:
+                page("\n".join(sorted(set(found))))
+            else:
+                print("Object `%s` not found." % pattern)
             return
         spaces = found
 

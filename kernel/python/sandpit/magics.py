@@ -22,7 +22,6 @@ per loop (mean ± std. dev. of 7 runs, 10,000,000 loops each)", "%who",
 import ast
 import builtins
 import io
-import linecache
 import math
 import os
 import re
@@ -229,13 +228,20 @@ def format_time(timespan, precision=3):
     return "%.*g %s" % (precision, timespan * [1, 1e3, 1e6, 1e9][order], units[order])
 
 
-def _cpu():
+def _cpu_clock():
+    """A function giving (user, system) CPU seconds of the worker, to the
+    microsecond where getrusage() is allowed."""
     try:
-        t = os.times()
-        return t.user, t.system
-    except OSError:
+        import resource
+        resource.getrusage(resource.RUSAGE_SELF)
+    except (ImportError, OSError):
         import time
-        return time.process_time(), 0.0
+        return lambda: (time.process_time(), 0.0)
+
+    def clock():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime, usage.ru_stime
+    return clock
 
 
 @line_magic("time")
@@ -260,13 +266,14 @@ def magic_time(shell, line, cell, where):
     code = _compile(ast.Module(body=statements, type_ignores=[]), filename, "exec") \
         if statements else None
     value_code = _compile(last, filename, "eval") if last is not None else None
-    wall0, cpu0 = time.time(), _cpu()
+    cpu = _cpu_clock()
+    wall0, cpu0 = time.time(), cpu()
     value = None
     if code is not None:
         _eval(code, shell.user_ns)
     if value_code is not None:
         value = _eval(value_code, shell.user_ns)
-    cpu1, wall1 = _cpu(), time.time()
+    cpu1, wall1 = cpu(), time.time()
     user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
     print("CPU times: user %s, sys: %s, total: %s"
           % (format_time(user), format_time(system), format_time(user + system)))
@@ -741,17 +748,33 @@ def magic_config(shell, line, cell, where):
     except (ValueError, SyntaxError):
         value = eval(expr, shell.user_ns)
     shell.config.setdefault(cls, {})[option] = value
-    if cls == "InlineBackend":
-        try:
-            from . import figures
-            configure = getattr(figures, "configure", None)
-            if configure is not None:
-                configure(**{option: value})
-        except Exception as e:
-            raise UsageError("InlineBackend.%s: %s" % (option, e)) from None
-    elif not (cls in ("Completer", "IPCompleter") and option == "use_jedi"):
+    if cls == "InlineBackend" and _configure_figures(option, value):
+        return None
+    if not (cls in ("Completer", "IPCompleter") and option == "use_jedi"):
         print("sandpit has no IPython option %s.%s: it is kept in get_ipython().config "
               "but has no effect" % (cls, option), file=sys.stderr)
+    return None
+
+
+def _configure_figures(option, value):
+    """Passes an InlineBackend option to sandpit's figures; False if it has no
+    such option."""
+    import inspect
+    from . import figures
+    configure = getattr(figures, "configure", None)
+    if configure is None:
+        return False
+    if option == "figure_formats" and isinstance(value, (set, list, tuple)):
+        known = list(getattr(figures, "FIGURE_FORMATS", ())) or sorted(value)
+        chosen = [f for f in known if f in value]
+        option, value = "figure_format", (chosen or sorted(value))[0]
+    if option not in inspect.signature(configure).parameters:
+        return False
+    try:
+        configure(**{option: value})
+    except (TypeError, ValueError) as e:
+        raise UsageError("InlineBackend.%s: %s" % (option, e)) from None
+    return True
 
 
 # --- help ----------------------------------------------------------------------------------
@@ -826,7 +849,7 @@ class MagicListing:
                             + ["%%" + n for n in sorted(SHELL_CELL - {"!"})])
         return ("Available line magics:\n%s\n\nAvailable cell magics:\n%s\n\n"
                 "Disabled in this kernel (no shell, no network):\n%s\n\n"
-                "The % prefix is needed for line magics." % (line, cell, refused))
+                "The %% prefix is needed for line magics." % (line, cell, refused))
 
 
 @line_magic("lsmagic")
