@@ -24,7 +24,7 @@ display() publishes display_data (or update_display_data), clear_output()
 publishes clear_output; both flush stdout and stderr first (sandpit._kernel),
 so output keeps the order in which the cell produced it. display() is a
 builtin in every cell; IPython.display's functions are routed here when
-IPython is installed (sandpit.ipython_compat). Without IPython, this module
+IPython is installed (sandpit.import_hooks). Without IPython, this module
 offers the usual display objects itself: HTML, Markdown, Latex, Math, SVG,
 JSON, Javascript, Image, Pretty.
 """
@@ -661,5 +661,5 @@ def _html_attr(value):
 def install(user_ns):
     """Makes display() a builtin and routes IPython's display functions here."""
     builtins.display = display
-    from . import ipython_compat
-    ipython_compat.install()
+    from . import import_hooks
+    import_hooks.install()

@@ -6,8 +6,8 @@ Agg into memory (no display server, no window) and this module publishes
 what it draws, as ipykernel's inline backend does:
 
 - plt.show() publishes every open figure, then closes them all; so does the
-  end of a cell (runtime.execute calls show_open_figures()), when pyplot is in
-  interactive mode, which the backend turns on as IPython does;
+  end of a cell (runtime.execute calls show_open_figures()) when pyplot is in
+  interactive mode, which sandpit turns on as IPython does (apply_rc);
 - a figure is image/png (base64, bbox_inches="tight", with its width and
   height in the metadata) and text/plain; with the figure format "retina",
   a PNG at twice the dpi whose metadata asks for half its pixel size; with
@@ -36,6 +36,7 @@ FIGURE_FORMATS = ("png", "retina", "svg")
 
 _settings = None  # {"format": ..., "dpi": ...}, read from the environment on first use
 _published = weakref.WeakSet()  # figures published and not changed since (unless stale)
+_rc_applied = False
 
 
 def settings():
@@ -76,9 +77,17 @@ def configure(figure_format=None, dpi=None):
             mpl.rcParams["figure.dpi"] = s["dpi"]
 
 
-def apply_rc(matplotlib):
-    """Called by the backend when pyplot loads it: interactive mode as in
-    IPython, and the dpi option as the default dpi of new figures."""
+def apply_rc(matplotlib, loading_backend=False):
+    """Interactive mode, as IPython sets it (so that the figures left open
+    at the end of a cell are shown), and the dpi option as the default dpi of
+    new figures. Done once, when matplotlib is imported with sandpit's backend
+    (by sandpit.import_hooks), or else when pyplot loads the backend
+    (loading_backend: the user switched to it, e.g. with %matplotlib inline);
+    once, so that a plt.ioff() that comes after is respected."""
+    global _rc_applied
+    if _rc_applied or not (loading_backend or _ours_active(matplotlib)):
+        return
+    _rc_applied = True
     matplotlib.interactive(True)
     dpi = settings()["dpi"]
     if dpi:

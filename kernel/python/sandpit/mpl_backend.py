@@ -49,4 +49,4 @@ def show(*args, block=None, **kwargs):
     figures.show_all(only_changed=True)
 
 
-figures.apply_rc(matplotlib)
+figures.apply_rc(matplotlib, loading_backend=True)

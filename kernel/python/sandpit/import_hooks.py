@@ -1,0 +1,143 @@
+"""Adjustments made to a few libraries as they are imported: IPython's
+display functions, pandas' notebook defaults, matplotlib's interactive mode.
+
+sandpit imports none of these libraries itself (a cell that does not use
+them does not pay for them), yet each needs a word as soon as it is loaded:
+
+- IPython. IPython.display.display() and its kin publish through the
+  InteractiveShell instance; without one (sandpit has none) display() just
+  prints the objects and clear_output() prints escape codes. Libraries call
+  them (ipywidgets, tqdm.notebook, IPython.display.ProgressBar, users' `from
+  IPython.display import display, HTML`), so they must publish what they
+  publish under ipykernel. When IPython.core.display_functions
+  (IPython.core.display in IPython 7) has just been executed, and before
+  anything can copy names out of it, its display, publish_display_data,
+  clear_output, update_display and DisplayHandle are replaced by
+  sandpit.display's; IPython.display and every later `from IPython.display
+  import display` then get sandpit's. No InteractiveShell is created: that
+  would cost a fifth of a second, want to write history files and compete
+  with sandpit's get_ipython().
+- pandas decides at import whether it runs in a terminal, by looking for
+  get_ipython().kernel; when it finds none it sets display.max_columns to 0
+  (fit an 80-column screen), and a DataFrame's HTML table would then differ
+  from ipykernel's, which shows 20 columns. If the option is still 0 after
+  the import, it is set to 20.
+- matplotlib gets interactive mode and the kernel's dpi option as soon as it
+  is imported with sandpit's backend (see sandpit.figures.apply_rc), so that
+  a plt.ioff() written before the first figure is respected.
+
+The mechanism is one finder, first on sys.meta_path, that finds nothing
+itself: for these few module names it asks the finders after it and wraps
+the loader of what they find, so that the adjustment runs right after the
+module's own code. Every other import passes through with one dict look-up.
+Modules already imported when install() runs (by --preload) are adjusted in
+place.
+"""
+
+import importlib.abc
+import sys
+
+_DISPLAY_NAMES = ("display", "publish_display_data", "clear_output", "update_display",
+                  "DisplayHandle")
+
+# (IPython's object, sandpit's), to replace copies taken before install().
+_replaced = []
+
+
+def patch_ipython_display(module):
+    """Replaces the display functions that IPython defines in module by sandpit's."""
+    from . import display
+    for name in _DISPLAY_NAMES:
+        original = module.__dict__.get(name)
+        replacement = getattr(display, name)
+        if original is None or original is replacement:
+            continue
+        if getattr(original, "__module__", "").startswith("IPython."):
+            module.__dict__[name] = replacement
+            _replaced.append((original, replacement))
+
+
+def patch_pandas(module):
+    if module.get_option("display.max_columns") == 0:
+        module.set_option("display.max_columns", 20)
+
+
+def patch_matplotlib(module):
+    from . import figures
+    figures.apply_rc(module)
+
+
+_PATCHES = {
+    "IPython.core.display_functions": patch_ipython_display,
+    "IPython.core.display": patch_ipython_display,
+    "pandas": patch_pandas,
+    "matplotlib": patch_matplotlib,
+}
+
+
+def _patch(patch, module):
+    try:
+        patch(module)
+    except Exception as e:  # a library version we do not know: leave it as it is
+        from . import _kernel
+        _kernel.log("warning", "could not adapt %s: %r" % (module.__name__, e))
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Runs the real loader, then the patch, before the module is used."""
+
+    def __init__(self, loader, patch):
+        self.loader = loader
+        self.patch = patch
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _patch(self.patch, module)
+
+    def __getattr__(self, name):  # get_source, is_package, ... of the real loader
+        return getattr(self.loader, name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Wraps the loader of the modules to patch; finds nothing itself."""
+
+    def find_spec(self, name, path=None, target=None):
+        patch = _PATCHES.get(name)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if isinstance(finder, _Finder):
+                continue
+            find_spec = getattr(finder, "find_spec", None)
+            spec = find_spec(name, path, target) if find_spec is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader, patch)
+        return spec
+
+
+def install():
+    """Puts the finder first on sys.meta_path (once) and adjusts the modules
+    that are already imported."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+    for name, patch in _PATCHES.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            _patch(patch, module)
+    if _replaced:
+        # Copies taken before install() ran: IPython.display's, for one.
+        for modname, module in list(sys.modules.items()):
+            if module is None or not modname.startswith("IPython"):
+                continue
+            namespace = getattr(module, "__dict__", {})
+            for original, replacement in _replaced:
+                for name in _DISPLAY_NAMES:
+                    if namespace.get(name) is original:
+                        namespace[name] = replacement
