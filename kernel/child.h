@@ -15,8 +15,7 @@
 enum child_state {
     CHILD_DOWN,     /* no worker */
     CHILD_STARTING, /* started, has not said hello yet */
-    CHILD_READY,    /* waiting for a request */
-    CHILD_BUSY,     /* running a request */
+    CHILD_READY,    /* serving requests */
 };
 
 struct child {

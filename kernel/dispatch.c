@@ -1,21 +1,32 @@
 /* dispatch: what the supervisor does with each message.
  *
  * A table maps msg_type to a handler and says who answers it: the supervisor
- * itself (kernel_info, history, shutdown, interrupt: things that must work
- * while a cell runs, or that need no Python), or the worker. Status busy and
- * idle are published in exactly two functions, begin() and end(), and every
- * path through this file goes through both, once, in that order.
+ * itself (kernel_info, history, shutdown, interrupt, subshells: things that
+ * must work while a cell runs, or that need no Python), or the worker. Status
+ * busy and idle are published in exactly two functions, begin() and end(), and
+ * every path through this file goes through both, once, in that order.
  *
- * Requests for the worker wait in a queue and go one at a time; control
- * requests for the worker jump the queue. Whatever the worker sends back is
- * untrusted: its frames are checked here before anything reaches a client. */
+ * Requests for the worker wait in the queue of their shell: the main shell,
+ * or a subshell named by the header's subshell_id (JEP 91). Each shell has at
+ * most one request in the worker at a time; subshells run theirs in threads
+ * of their own, so a long cell does not hold up a quick one elsewhere.
+ * Control requests for the worker jump the main queue.
+ *
+ * Whatever the worker sends back is untrusted: its frames are checked here
+ * before anything reaches a client. Each event names the request it belongs
+ * to (its msg_id), which gives it its parent header, even for output from a
+ * thread that a cell started and that outlived the cell. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel/kernel.h"
 #include "kernel/log.h"
+
+#define DISPATCH_INTERRUPT_GRACE_S                                                       \
+    5.0 /* after an interrupt, how long a cell has to stop */
 
 typedef void (*handler_fn)(struct kernel *k, struct request *req);
 
@@ -106,14 +117,14 @@ static void handle_kernel_info(struct kernel *k, struct request *req)
                  "who started the kernel.\n");
     json_t *c = json_pack(
         "{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:{s:s, s:i}, s:s, s:s, s:s}, s:s, "
-        "s:[{s:s, s:s}], s:b}",
+        "s:[{s:s, s:s}], s:b, s:[s]}",
         "status", "ok", "protocol_version", MSG_PROTOCOL_VERSION, "implementation",
         "sandpit", "implementation_version", SANDPIT_VERSION, "language_info", "name",
         "python", "version", k->python_version, "mimetype", "text/x-python",
         "codemirror_mode", "name", "ipython", "version", 3, "pygments_lexer", "ipython3",
         "nbconvert_exporter", "python", "file_extension", ".py", "banner", banner,
         "help_links", "text", "Python Reference", "url", "https://docs.python.org/3.11/",
-        "debugger", 0);
+        "debugger", 0, "supported_features", "kernel subshells");
     if (c)
         json_object_set_new(c, "sandpit", sandbox_summary(k));
     kernel_reply(k, req, "kernel_info_reply", &c, NULL);
@@ -131,47 +142,50 @@ static void handle_history(struct kernel *k, struct request *req)
     kernel_reply(k, req, "history_reply", &c, NULL);
 }
 
-static void abort_queued(struct kernel *k, bool everything);
+/* --- shells and their queues ------------------------------------------------ */
 
-static void handle_shutdown(struct kernel *k, struct request *req)
+void dispatch_init(struct kernel *k)
 {
-    bool restart = json_is_true(json_object_get(req->msg->content, "restart"));
-    json_t *c = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
-    kernel_reply(k, req, "shutdown_reply", &c, NULL);
-    if (!restart) {
-        log_info("shutdown requested");
-        k->running = false;
-        return;
+    memset(k->shells, 0, sizeof k->shells);
+    k->nshells = 1; /* the main shell, id "" */
+}
+
+static struct shell *find_shell(struct kernel *k, const char *id)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        if (strcmp(k->shells[i].id, id) == 0)
+            return &k->shells[i];
+    return NULL;
+}
+
+static void enqueue(struct shell *sh, struct request *r, bool front)
+{
+    if (front) {
+        r->next = sh->queue_head;
+        sh->queue_head = r;
+        if (!sh->queue_tail)
+            sh->queue_tail = r;
+    } else {
+        r->next = NULL;
+        if (sh->queue_tail)
+            sh->queue_tail->next = r;
+        else
+            sh->queue_head = r;
+        sh->queue_tail = r;
     }
-    log_info("restart requested");
-    abort_queued(k, true);
-    history_new_session(&k->history);
-    k->execution_count = 0;
-    kernel_restart_worker(k, "The kernel was restarted while this cell was running.");
 }
 
-static void handle_interrupt(struct kernel *k, struct request *req)
+static struct request *dequeue(struct shell *sh)
 {
-    kernel_interrupt(k);
-    json_t *c = json_pack("{s:s}", "status", "ok");
-    kernel_reply(k, req, "interrupt_reply", &c, NULL);
+    struct request *r = sh->queue_head;
+    if (r) {
+        sh->queue_head = r->next;
+        if (!sh->queue_head)
+            sh->queue_tail = NULL;
+        r->next = NULL;
+    }
+    return r;
 }
-
-static const struct handler handlers[] = {
-    {"kernel_info_request", handle_kernel_info, false},
-    {"history_request", handle_history, false},
-    {"shutdown_request", handle_shutdown, false},
-    {"interrupt_request", handle_interrupt, false},
-    {"execute_request", NULL, true},
-    {"is_complete_request", NULL, true},
-    {"complete_request", NULL, true},
-    {"inspect_request", NULL, true},
-    {"comm_info_request", NULL, true},
-    /* Comm messages from the front end: the worker handles them; no reply. */
-    {"comm_open", NULL, true},
-    {"comm_msg", NULL, true},
-    {"comm_close", NULL, true},
-};
 
 /* Requests that get no reply on the shell channel, only busy and idle. */
 static bool has_reply(const struct request *r)
@@ -179,47 +193,6 @@ static bool has_reply(const struct request *r)
     return strncmp(msg_type(r->msg), "comm_", 5) != 0 ||
            strcmp(msg_type(r->msg), "comm_info_request") == 0;
 }
-
-static const struct handler *find_handler(const char *type)
-{
-    for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
-        if (strcmp(handlers[i].msg_type, type) == 0)
-            return &handlers[i];
-    return NULL;
-}
-
-/* --- the queue ------------------------------------------------------------------- */
-
-static void enqueue(struct kernel *k, struct request *r, bool front)
-{
-    if (front) {
-        r->next = k->queue_head;
-        k->queue_head = r;
-        if (!k->queue_tail)
-            k->queue_tail = r;
-    } else {
-        r->next = NULL;
-        if (k->queue_tail)
-            k->queue_tail->next = r;
-        else
-            k->queue_head = r;
-        k->queue_tail = r;
-    }
-}
-
-static struct request *dequeue(struct kernel *k)
-{
-    struct request *r = k->queue_head;
-    if (r) {
-        k->queue_head = r->next;
-        if (!k->queue_head)
-            k->queue_tail = NULL;
-        r->next = NULL;
-    }
-    return r;
-}
-
-static bool has_reply(const struct request *r);
 
 static void send_aborted(struct kernel *k, struct request *r)
 {
@@ -233,12 +206,13 @@ static void send_aborted(struct kernel *k, struct request *r)
     end(k, r);
 }
 
-/* After an error with stop_on_error, the execute requests already waiting are
- * answered "aborted" without running, as ipykernel does; other requests
- * (completion, inspection) still run. On restart, everything waiting goes. */
-static void abort_queued(struct kernel *k, bool everything)
+/* After an error with stop_on_error, the execute requests already waiting in
+ * that shell are answered "aborted" without running, as ipykernel does; other
+ * requests (completion, inspection) still run. With everything, all requests
+ * waiting in the shell go (restart, deletion of a subshell). */
+static void abort_queued(struct kernel *k, struct shell *sh, bool everything)
 {
-    struct request **p = &k->queue_head, *last = NULL;
+    struct request **p = &sh->queue_head, *last = NULL;
     while (*p) {
         struct request *r = *p;
         if (everything || strcmp(msg_type(r->msg), "execute_request") == 0) {
@@ -251,8 +225,187 @@ static void abort_queued(struct kernel *k, bool everything)
             p = &r->next;
         }
     }
-    k->queue_tail = last;
+    sh->queue_tail = last;
 }
+
+static void remember_parent(struct kernel *k, const struct request *r)
+{
+    json_decref(k->recent[k->recent_next]);
+    k->recent[k->recent_next] = json_incref(r->msg->header);
+    k->recent_next = (k->recent_next + 1) % KERNEL_RECENT_PARENTS;
+}
+
+/* The request running with this msg_id, if any. */
+static struct request *running(struct kernel *k, const char *id)
+{
+    for (size_t i = 0; id && i < k->nshells; i++) {
+        struct request *r = k->shells[i].current;
+        if (r && strcmp(msg_id(r->msg), id) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* The header of a request the worker ran lately, by msg_id (borrowed). */
+static json_t *recent_header(struct kernel *k, const char *id)
+{
+    for (size_t i = 0; id && i < KERNEL_RECENT_PARENTS; i++) {
+        json_t *h = k->recent[(k->recent_next + KERNEL_RECENT_PARENTS - 1 - i) %
+                              KERNEL_RECENT_PARENTS];
+        const char *hid = json_string_value(json_object_get(h, "msg_id"));
+        if (hid && strcmp(hid, id) == 0)
+            return h;
+    }
+    return NULL;
+}
+
+bool dispatch_any_running(const struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        if (k->shells[i].current)
+            return true;
+    return false;
+}
+
+void dispatch_release(struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct shell *sh = &k->shells[i];
+        struct request *r;
+        while ((r = dequeue(sh)))
+            request_free(r);
+        request_free(sh->current);
+        sh->current = NULL;
+    }
+    for (size_t i = 0; i < KERNEL_RECENT_PARENTS; i++) {
+        json_decref(k->recent[i]);
+        k->recent[i] = NULL;
+    }
+}
+
+/* --- handlers the supervisor answers (continued) ------------------------------- */
+
+static void handle_shutdown(struct kernel *k, struct request *req)
+{
+    bool restart = json_is_true(json_object_get(req->msg->content, "restart"));
+    json_t *c = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
+    kernel_reply(k, req, "shutdown_reply", &c, NULL);
+    if (!restart) {
+        log_info("shutdown requested");
+        k->running = false;
+        return;
+    }
+    log_info("restart requested");
+    for (size_t i = 0; i < k->nshells; i++)
+        abort_queued(k, &k->shells[i], true);
+    history_new_session(&k->history);
+    k->execution_count = 0;
+    kernel_restart_worker(k, "The kernel was restarted while this cell was running.");
+}
+
+static void handle_interrupt(struct kernel *k, struct request *req)
+{
+    kernel_interrupt(k, "interrupt requested");
+    json_t *c = json_pack("{s:s}", "status", "ok");
+    kernel_reply(k, req, "interrupt_reply", &c, NULL);
+}
+
+static void handle_create_subshell(struct kernel *k, struct request *req)
+{
+    if (k->nshells == KERNEL_MAX_SHELLS) {
+        char why[96];
+        snprintf(why, sizeof why, "at most %d subshells can exist at once",
+                 KERNEL_MAX_SHELLS - 1);
+        reply_error(k, req, "RuntimeError", why);
+        return;
+    }
+    struct msg_session ids;
+    msg_session_init(&ids, NULL); /* a fresh UUID */
+    struct shell *sh = &k->shells[k->nshells++];
+    memset(sh, 0, sizeof *sh);
+    snprintf(sh->id, sizeof sh->id, "%s", ids.session);
+    json_t *w =
+        json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "create", "id", sh->id);
+    if (w)
+        kernel_send_worker(k, w, NULL);
+    json_decref(w);
+    log_info("created subshell %s", sh->id);
+    json_t *c = json_pack("{s:s, s:s}", "status", "ok", "subshell_id", sh->id);
+    kernel_reply(k, req, "create_subshell_reply", &c, NULL);
+}
+
+static void delete_shell(struct kernel *k, struct shell *sh, const char *why)
+{
+    abort_queued(k, sh, true);
+    if (sh->current) {
+        /* Its thread is told to stop; the running request gets its answer now. */
+        struct request *r = sh->current;
+        sh->current = NULL;
+        reply_error(k, r, "SubshellDeleted", why);
+        end(k, r);
+        request_free(r);
+    }
+    json_t *w =
+        json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "delete", "id", sh->id);
+    if (w && k->child.fd >= 0)
+        kernel_send_worker(k, w, NULL);
+    json_decref(w);
+    size_t i = (size_t)(sh - k->shells);
+    memmove(&k->shells[i], &k->shells[i + 1], (k->nshells - i - 1) * sizeof *sh);
+    k->nshells--;
+}
+
+static void handle_delete_subshell(struct kernel *k, struct request *req)
+{
+    const char *id = json_string_value(json_object_get(req->msg->content, "subshell_id"));
+    struct shell *sh = id && *id ? find_shell(k, id) : NULL;
+    if (!sh) {
+        reply_error(k, req, "KeyError", "no subshell with that subshell_id");
+        return;
+    }
+    log_info("deleting subshell %s", id);
+    delete_shell(k, sh, "The subshell running this request was deleted.");
+    json_t *c = json_pack("{s:s}", "status", "ok");
+    kernel_reply(k, req, "delete_subshell_reply", &c, NULL);
+}
+
+static void handle_list_subshell(struct kernel *k, struct request *req)
+{
+    json_t *ids = json_array();
+    for (size_t i = 1; i < k->nshells; i++)
+        json_array_append_new(ids, json_string(k->shells[i].id));
+    json_t *c = json_pack("{s:s, s:o}", "status", "ok", "subshell_id", ids);
+    kernel_reply(k, req, "list_subshell_reply", &c, NULL);
+}
+
+static const struct handler handlers[] = {
+    {"kernel_info_request", handle_kernel_info, false},
+    {"history_request", handle_history, false},
+    {"shutdown_request", handle_shutdown, false},
+    {"interrupt_request", handle_interrupt, false},
+    {"create_subshell_request", handle_create_subshell, false},
+    {"delete_subshell_request", handle_delete_subshell, false},
+    {"list_subshell_request", handle_list_subshell, false},
+    {"execute_request", NULL, true},
+    {"is_complete_request", NULL, true},
+    {"complete_request", NULL, true},
+    {"inspect_request", NULL, true},
+    {"comm_info_request", NULL, true},
+    /* Comm messages from the front end: the worker handles them; no reply. */
+    {"comm_open", NULL, true},
+    {"comm_msg", NULL, true},
+    {"comm_close", NULL, true},
+};
+
+static const struct handler *find_handler(const char *type)
+{
+    for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
+        if (strcmp(handlers[i].msg_type, type) == 0)
+            return &handlers[i];
+    return NULL;
+}
+
+/* --- running requests --------------------------------------------------------- */
 
 /* Reads execute_request's flags; false (with an error reply sent) when the
  * content is not an execute request a kernel can run. */
@@ -280,7 +433,7 @@ static bool prepare_execute(struct kernel *k, struct request *r)
     return true;
 }
 
-static void start_request(struct kernel *k, struct request *r)
+static void start_request(struct kernel *k, struct shell *sh, struct request *r)
 {
     begin(k, r);
     bool execute = strcmp(msg_type(r->msg), "execute_request") == 0;
@@ -298,16 +451,14 @@ static void start_request(struct kernel *k, struct request *r)
         }
     }
     json_t *w = json_pack(
-        "{s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f, s:I}", "type", "request",
-        "msg_type", msg_type(r->msg), "header", r->msg->header, "content",
-        r->msg->content, "metadata", r->msg->metadata, "execution_count",
+        "{s:s, s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f, s:I}", "type", "request",
+        "shell", sh->id, "msg_type", msg_type(r->msg), "header", r->msg->header,
+        "content", r->msg->content, "metadata", r->msg->metadata, "execution_count",
         r->execution_count, "silent", r->silent, "store_history", r->store_history,
         "timeout", r->timeout_s, "max_output", (json_int_t)k->opts->max_output);
-    k->current = r;
-    k->child.state = CHILD_BUSY;
+    sh->current = r;
     r->sent_at = kernel_now();
-    json_decref(k->last_parent);
-    k->last_parent = json_incref(r->msg->header);
+    remember_parent(k, r);
     if (!w || kernel_send_worker(k, w, r->msg) != 0)
         log_warn("the request %s did not reach the worker", msg_id(r->msg));
     json_decref(w);
@@ -315,20 +466,26 @@ static void start_request(struct kernel *k, struct request *r)
 
 void dispatch_pump(struct kernel *k)
 {
-    while (!k->current && k->queue_head) {
-        if (k->child.state == CHILD_READY) {
-            start_request(k, dequeue(k));
-        } else if (k->child.state == CHILD_DOWN && k->restart_at) {
-            /* Workers keep failing to start: answer rather than leave clients waiting. */
-            struct request *r = dequeue(k);
-            begin(k, r);
-            reply_error(k, r, "WorkerUnavailable",
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct shell *sh = &k->shells[i];
+        while (!sh->current && sh->queue_head) {
+            if (k->child.state == CHILD_READY) {
+                start_request(k, sh, dequeue(sh));
+            } else if (k->child.state == CHILD_DOWN && k->restart_at) {
+                /* Workers keep failing to start: answer rather than leave clients
+                 * waiting. */
+                struct request *r = dequeue(sh);
+                begin(k, r);
+                if (has_reply(r))
+                    reply_error(
+                        k, r, "WorkerUnavailable",
                         "The Python worker cannot start; the kernel log says why. "
                         "sandpit keeps trying to start it.");
-            end(k, r);
-            request_free(r);
-        } else {
-            break;
+                end(k, r);
+                request_free(r);
+            } else {
+                break;
+            }
         }
     }
 }
@@ -366,22 +523,128 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
         request_free(r);
         return;
     }
+    const char *sub = json_string_value(json_object_get(r->msg->header, "subshell_id"));
+    struct shell *sh = find_shell(k, sub ? sub : "");
+    if (!sh) {
+        begin(k, r);
+        if (has_reply(r))
+            reply_error(k, r, "KeyError",
+                        "no subshell with the subshell_id in this request's header");
+        end(k, r);
+        request_free(r);
+        return;
+    }
+    snprintf(r->shell_id, sizeof r->shell_id, "%s", sh->id);
     if (strcmp(type, "execute_request") == 0 && !prepare_execute(k, r)) {
         request_free(r);
         return;
     }
-    enqueue(k, r, ch == CONNECTION_CONTROL);
+    enqueue(sh, r, ch == CONNECTION_CONTROL);
     dispatch_pump(k);
+}
+
+/* --- time limits and interrupts ---------------------------------------------------- */
+
+static void arm_escalation(struct request *r)
+{
+    double deadline = kernel_now() + DISPATCH_INTERRUPT_GRACE_S;
+    if (!r->interrupt_deadline || deadline < r->interrupt_deadline)
+        r->interrupt_deadline = deadline;
+}
+
+/* The main shell's request is interrupted with SIGINT (Python raises
+ * KeyboardInterrupt in the main thread); a subshell's, with a note on which
+ * the worker raises it in that subshell's thread. A note with reason
+ * "timeout" makes the worker report the time limit rather than the interrupt. */
+static void interrupt_request(struct kernel *k, struct shell *sh, bool timeout)
+{
+    struct request *r = sh->current;
+    if (!r || k->child.state != CHILD_READY)
+        return;
+    {
+        json_t *note =
+            json_pack("{s:s, s:s, s:s, s:s, s:f}", "type", "interrupt", "shell", sh->id,
+                      "parent", msg_id(r->msg), "reason",
+                      timeout ? "timeout" : "interrupt", "limit", r->timeout_s);
+        if (note)
+            kernel_send_worker(k, note, NULL);
+        json_decref(note);
+    }
+    if (sh == &k->shells[0])
+        child_signal(&k->child, SIGINT);
+    arm_escalation(r);
+}
+
+void kernel_interrupt(struct kernel *k, const char *reason)
+{
+    if (!dispatch_any_running(k))
+        return;
+    log_info("interrupting the worker (%s)", reason);
+    for (size_t i = 0; i < k->nshells; i++)
+        interrupt_request(k, &k->shells[i], false);
+}
+
+double dispatch_next_deadline(const struct kernel *k)
+{
+    double next = 0;
+    for (size_t i = 0; i < k->nshells; i++) {
+        const struct request *r = k->shells[i].current;
+        if (!r)
+            continue;
+        double t = 0;
+        if (r->timeout_s > 0 && !r->interrupted_for_timeout)
+            t = r->sent_at + r->timeout_s;
+        if (r->interrupt_deadline && (!t || r->interrupt_deadline < t))
+            t = r->interrupt_deadline;
+        if (t && (!next || t < next))
+            next = t;
+    }
+    return next;
+}
+
+void dispatch_check_timers(struct kernel *k, double now)
+{
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct request *r = k->shells[i].current;
+        if (!r)
+            continue;
+        if (r->timeout_s > 0 && !r->interrupted_for_timeout &&
+            now - r->sent_at > r->timeout_s) {
+            log_info("%s %s reached its time limit of %g s", msg_type(r->msg),
+                     msg_id(r->msg), r->timeout_s);
+            r->interrupted_for_timeout = true;
+            interrupt_request(k, &k->shells[i], true);
+        }
+        if (r->interrupt_deadline && now > r->interrupt_deadline) {
+            char why[512];
+            if (r->interrupted_for_timeout)
+                snprintf(
+                    why, sizeof why,
+                    "The cell exceeded its time limit of %g s and did not stop when "
+                    "interrupted, so its worker was restarted: variables and imports "
+                    "from earlier cells are lost.",
+                    r->timeout_s);
+            else
+                snprintf(
+                    why, sizeof why,
+                    "The cell did not stop within %.0f s of the interrupt (it was "
+                    "probably inside a long call to compiled code), so its worker was "
+                    "restarted: variables and imports from earlier cells are lost.",
+                    DISPATCH_INTERRUPT_GRACE_S);
+            log_warn("%s", why);
+            kernel_restart_worker(k, why);
+            return;
+        }
+    }
 }
 
 /* --- events from the worker ----------------------------------------------------- */
 
-static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
+static void finish_request(struct kernel *k, struct shell *sh, json_t *content,
+                           json_t *metadata)
 {
-    struct request *r = k->current;
-    k->current = NULL;
-    if (k->child.state == CHILD_BUSY)
-        k->child.state = CHILD_READY;
+    struct request *r = sh->current;
+    sh->current = NULL;
     char type[96];
     bool execute = strcmp(msg_type(r->msg), "execute_request") == 0;
     /* The worker drops stream output past the cap before it reaches the link;
@@ -420,19 +683,16 @@ static void finish_request(struct kernel *k, json_t *content, json_t *metadata)
     }
     end(k, r);
     if (execute && failed && r->stop_on_error && !r->silent)
-        abort_queued(k, false);
+        abort_queued(k, sh, false);
     request_free(r);
 }
 
-void dispatch_worker_lost(struct kernel *k, const char *why)
+static void lose_request(struct kernel *k, struct request *r, const char *why)
 {
-    struct request *r = k->current;
-    if (!r)
-        return;
-    k->current = NULL;
     const char *ename = r->interrupted_for_timeout ? "TimeoutError" : "WorkerDied";
     log_warn("%s %s: %s", msg_type(r->msg), msg_id(r->msg), why);
-    if (strcmp(msg_type(r->msg), "execute_request") == 0 && !r->silent) {
+    bool execute = strcmp(msg_type(r->msg), "execute_request") == 0;
+    if (execute && !r->silent) {
         char line[1024];
         snprintf(line, sizeof line, "\033[0;31m%s\033[0m: %s", ename, why);
         json_t *c = json_pack("{s:s, s:s, s:[s]}", "ename", ename, "evalue", why,
@@ -442,9 +702,24 @@ void dispatch_worker_lost(struct kernel *k, const char *why)
     if (has_reply(r))
         reply_error(k, r, ename, why);
     end(k, r);
+}
+
+void dispatch_worker_lost(struct kernel *k, const char *why)
+{
+    k->input_parent[0] = 0;
+    /* Subshells lived in the worker's threads: they are gone with it. */
+    while (k->nshells > 1)
+        delete_shell(k, &k->shells[k->nshells - 1],
+                     "The worker process was restarted, and the subshell with it.");
+    struct shell *main_shell = &k->shells[0];
+    struct request *r = main_shell->current;
+    if (!r)
+        return;
+    main_shell->current = NULL;
+    lose_request(k, r, why);
     if (strcmp(msg_type(r->msg), "execute_request") == 0 && r->stop_on_error &&
         !r->silent)
-        abort_queued(k, false);
+        abort_queued(k, main_shell, false);
     request_free(r);
 }
 
@@ -508,16 +783,23 @@ static void worker_iopub(struct kernel *k, json_t *obj, struct link_frame *f)
                  type ? type : "(no msg_type)");
         return;
     }
-    if (!within_cap(k, k->current, type, content))
+    /* Its parent: the request it names (running, or run lately), else the main
+     * shell's running request. */
+    const char *pid = json_string_value(json_object_get(obj, "parent"));
+    struct request *r = running(k, pid);
+    json_t *parent = r ? r->msg->header : recent_header(k, pid);
+    if (!parent && !pid && (r = k->shells[0].current))
+        parent = r->msg->header;
+    if (!within_cap(k, r, type, content))
         return;
-    if (k->current && strcmp(type, "execute_result") == 0 && k->current->store_history) {
+    if (r && strcmp(type, "execute_result") == 0 && r->store_history) {
         const char *text = json_string_value(
             json_object_get(json_object_get(content, "data"), "text/plain"));
         if (text)
-            history_set_output(&k->history, k->current->execution_count, text);
+            history_set_output(&k->history, r->execution_count, text);
     }
-    struct msg *m =
-        msg_make(&k->session, type, NULL, &(json_t *){json_incref(content)}, false);
+    json_t *c = json_incref(content);
+    struct msg *m = msg_make(&k->session, type, NULL, &c, false);
     if (!m)
         return;
     json_t *md = json_object_get(obj, "metadata");
@@ -525,7 +807,6 @@ static void worker_iopub(struct kernel *k, json_t *obj, struct link_frame *f)
         json_decref(m->metadata);
         m->metadata = json_incref(md);
     }
-    json_t *parent = k->current ? k->current->msg->header : k->last_parent;
     if (parent) {
         json_decref(m->parent_header);
         m->parent_header = json_incref(parent);
@@ -557,15 +838,32 @@ static void worker_hello(struct kernel *k, json_t *obj)
     }
 }
 
+static void worker_reply(struct kernel *k, json_t *obj)
+{
+    const char *id = json_string_value(json_object_get(obj, "shell"));
+    struct shell *sh = find_shell(k, id ? id : "");
+    if (!sh || !sh->current) {
+        log_warn("the worker sent a reply with no request running in its shell");
+        return;
+    }
+    if (k->input_parent[0] && strcmp(k->input_parent, msg_id(sh->current->msg)) == 0)
+        k->input_parent[0] = 0;
+    finish_request(k, sh, json_object_get(obj, "content"),
+                   json_object_get(obj, "metadata"));
+}
+
 static void worker_input_request(struct kernel *k, json_t *obj)
 {
     json_t *content = json_object_get(obj, "content");
-    if (!k->current || !json_is_object(content)) {
+    const char *pid = json_string_value(json_object_get(obj, "parent"));
+    struct request *r = pid ? running(k, pid) : k->shells[0].current;
+    if (!r || !json_is_object(content)) {
         log_warn("the worker asked for input with no request running");
         return;
     }
+    snprintf(k->input_parent, sizeof k->input_parent, "%s", msg_id(r->msg));
     json_t *c = json_incref(content);
-    struct msg *m = msg_make(&k->session, "input_request", k->current->msg, &c, true);
+    struct msg *m = msg_make(&k->session, "input_request", r->msg, &c, true);
     if (!m)
         return;
     kernel_send(k, CONNECTION_STDIN, m);
@@ -577,23 +875,18 @@ void dispatch_worker_frame(struct kernel *k, struct link_frame *f)
     json_error_t jerr;
     json_t *obj = json_loadb(f->json, f->json_len, 0, &jerr);
     const char *type = json_string_value(json_object_get(obj, "type"));
-    if (!type) {
+    if (!type)
         log_warn("the worker sent a frame that is not a message: %s", jerr.text);
-    } else if (strcmp(type, "iopub") == 0) {
+    else if (strcmp(type, "iopub") == 0)
         worker_iopub(k, obj, f);
-    } else if (strcmp(type, "reply") == 0) {
-        if (k->current && k->child.state == CHILD_BUSY)
-            finish_request(k, json_object_get(obj, "content"),
-                           json_object_get(obj, "metadata"));
-        else
-            log_warn("the worker sent a reply with no request running");
-    } else if (strcmp(type, "hello") == 0) {
+    else if (strcmp(type, "reply") == 0)
+        worker_reply(k, obj);
+    else if (strcmp(type, "hello") == 0)
         worker_hello(k, obj);
-    } else if (strcmp(type, "input_request") == 0) {
+    else if (strcmp(type, "input_request") == 0)
         worker_input_request(k, obj);
-    } else {
+    else
         log_warn("the worker sent an unknown frame type %.40s", type);
-    }
     json_decref(obj);
 }
 
@@ -604,11 +897,13 @@ void dispatch_stdin(struct kernel *k, struct msg **m)
         log_warn("unexpected %s on stdin", type);
         return;
     }
-    if (!k->current) {
+    if (!k->input_parent[0] || !running(k, k->input_parent)) {
         log_warn("an input_reply came with no cell waiting for input");
         return;
     }
-    json_t *w = json_pack("{s:s, s:O}", "type", "input_reply", "content", (*m)->content);
+    json_t *w = json_pack("{s:s, s:s, s:O}", "type", "input_reply", "parent",
+                          k->input_parent, "content", (*m)->content);
+    k->input_parent[0] = 0;
     if (w)
         kernel_send_worker(k, w, NULL);
     json_decref(w);

@@ -37,9 +37,12 @@
 #define SEND_AT   (256u << 10) /* send at once when this much is waiting */
 #define PIPE_SIZE (1 << 20)
 
+#define TAG_MAX 128
+
 struct pending {
     char *data;
     size_t len, cap;
+    char tag[TAG_MAX]; /* msg_id of the request the bytes belong to; "" for none */
 };
 
 static const char *const stream_names[2] = {"stdout", "stderr"};
@@ -47,7 +50,8 @@ static int pipe_r[2] = {-1, -1};
 static int wake_fd = -1; /* an eventfd: output was written by pump_write */
 static pthread_mutex_t pump_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct pending pend[2];
-static double first_at; /* monotonic time of the oldest unsent byte; 0: none */
+static double first_at;           /* monotonic time of the oldest unsent byte; 0: none */
+static char default_tag[TAG_MAX]; /* for output from C code: the main shell's request */
 static unsigned long cap_bytes, sent_bytes, dropped_bytes;
 
 static double now_ms(void)
@@ -118,11 +122,13 @@ static size_t utf8_clean(const char *src, size_t len, bool final, char **out,
     return i;
 }
 
-static void send_stream(int which, const char *text, size_t len)
+static void send_stream(int which, const char *text, size_t len, const char *tag)
 {
     json_t *obj =
         json_pack("{s:s, s:s, s:{s:s, s:s%}}", "type", "iopub", "msg_type", "stream",
                   "content", "name", stream_names[which], "text", text, len);
+    if (obj && tag[0])
+        json_object_set_new(obj, "parent", json_string(tag));
     char *json = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     if (json)
         worker_send(json, strlen(json), NULL, 0);
@@ -152,7 +158,7 @@ static void send_locked(bool final)
                 dropped_bytes += text_len - room;
             }
             if (room)
-                send_stream(w, text, room);
+                send_stream(w, text, room, p->tag);
             sent_bytes += room;
         }
         free(text);
@@ -179,11 +185,17 @@ static int reserve(struct pending *p, size_t more)
 
 /* Appends output to a stream's pending bytes (pump_mu held), keeping the order
  * of the two streams and waking the thread when this starts a new batch. */
-static void append_locked(int w, const char *data, size_t len)
+static void append_locked(int w, const char *data, size_t len, const char *tag)
 {
     struct pending *p = &pend[w];
-    if (p->len == 0 && pend[1 - w].len)
+    if (!tag)
+        tag = default_tag;
+    /* Keep order across the two streams, and keep each message to one request:
+     * what is already waiting goes out before this starts something else. */
+    if ((p->len == 0 && pend[1 - w].len) || (p->len && strcmp(p->tag, tag) != 0))
         send_locked(false);
+    if (p->len == 0)
+        snprintf(p->tag, sizeof p->tag, "%s", tag);
     if (reserve(p, len) != 0)
         return;
     memcpy(p->data + p->len, data, len);
@@ -198,12 +210,19 @@ static void append_locked(int w, const char *data, size_t len)
         send_locked(false);
 }
 
-void pump_write(int which, const char *data, size_t len)
+void pump_write(int which, const char *data, size_t len, const char *tag)
 {
     if (which != 1 && which != 2)
         return;
     pthread_mutex_lock(&pump_mu);
-    append_locked(which - 1, data, len);
+    append_locked(which - 1, data, len, tag);
+    pthread_mutex_unlock(&pump_mu);
+}
+
+void pump_set_default_tag(const char *tag)
+{
+    pthread_mutex_lock(&pump_mu);
+    snprintf(default_tag, sizeof default_tag, "%s", tag ? tag : "");
     pthread_mutex_unlock(&pump_mu);
 }
 
@@ -216,7 +235,7 @@ static void drain_locked(void)
             ssize_t n = read(pipe_r[w], chunk, sizeof chunk);
             if (n <= 0)
                 break;
-            append_locked(w, chunk, (size_t)n);
+            append_locked(w, chunk, (size_t)n, NULL);
         }
     }
 }

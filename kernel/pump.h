@@ -13,9 +13,14 @@
 /* Replaces fds 1 and 2 with pipes and starts the reading thread. 0 or -errno. */
 int pump_start(void);
 
-/* Adds output of stream 1 (stdout) or 2 (stderr) from Python. Thread-safe;
- * never waits long (it sends inline only past a large batch). */
-void pump_write(int stream, const char *data, size_t len);
+/* Adds output of stream 1 (stdout) or 2 (stderr) from Python, belonging to
+ * the request whose msg_id is tag (NULL: the default). Thread-safe; never
+ * waits long (it sends inline only past a large batch). */
+void pump_write(int stream, const char *data, size_t len, const char *tag);
+
+/* The request that output from C code (fds 1 and 2) belongs to: the main
+ * shell's. NULL or "" for none. */
+void pump_set_default_tag(const char *tag);
 
 /* Sends what has been written to fds 1 and 2 up to now. Blocks (briefly): call
  * it without holding Python's GIL. */

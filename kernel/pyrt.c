@@ -133,14 +133,16 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
     return r;
 }
 
-/* write(stream: int, text: str | bytes-like) -> int: output for stdout (1) or
- * stderr (2); returns the length written, as TextIOBase.write does. */
+/* write(stream: int, text: str | bytes-like, tag: str | None = None) -> int:
+ * output for stdout (1) or stderr (2), belonging to the request whose msg_id
+ * is tag; returns the length written, as TextIOBase.write does. */
 static PyObject *sp_write(PyObject *self, PyObject *args)
 {
     (void)self;
     int stream;
     PyObject *obj;
-    if (!PyArg_ParseTuple(args, "iO:write", &stream, &obj))
+    const char *tag = NULL;
+    if (!PyArg_ParseTuple(args, "iO|z:write", &stream, &obj, &tag))
         return NULL;
     if (PyUnicode_Check(obj)) {
         Py_ssize_t len;
@@ -150,20 +152,32 @@ static PyObject *sp_write(PyObject *self, PyObject *args)
             PyObject *b = PyUnicode_AsEncodedString(obj, "utf-8", "replace");
             if (!b)
                 return NULL;
-            pump_write(stream, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+            pump_write(stream, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), tag);
             Py_DECREF(b);
         } else {
-            pump_write(stream, utf8, (size_t)len);
+            pump_write(stream, utf8, (size_t)len, tag);
         }
         return PyLong_FromSsize_t(PyUnicode_GET_LENGTH(obj));
     }
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_CONTIG_RO) < 0)
         return NULL;
-    pump_write(stream, view.buf, (size_t)view.len);
+    pump_write(stream, view.buf, (size_t)view.len, tag);
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(n);
+}
+
+/* set_default_tag(tag: str | None) -> None: the request that output from C code
+ * belongs to (the main shell's). */
+static PyObject *sp_set_default_tag(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *tag = NULL;
+    if (!PyArg_ParseTuple(args, "z:set_default_tag", &tag))
+        return NULL;
+    pump_set_default_tag(tag);
+    Py_RETURN_NONE;
 }
 
 /* flush() -> None: sends what fds 1 and 2 hold, before anything else goes out. */
@@ -244,6 +258,7 @@ static PyMethodDef sp_methods[] = {
     {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
     {"recv", sp_recv, METH_VARARGS, "Receive the next frame from the supervisor."},
     {"write", sp_write, METH_VARARGS, "Write output to stdout (1) or stderr (2)."},
+    {"set_default_tag", sp_set_default_tag, METH_VARARGS, "The request C output is for."},
     {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},
     {"output_reset", sp_output_reset, METH_VARARGS, "Set the stream cap; get the drop."},
     {"log", sp_log, METH_VARARGS, "Write a line to the kernel's log."},
@@ -340,17 +355,20 @@ int pyrt_init(const struct options *o, char *err, size_t errlen)
     size_t n = strcspn(v, " ");
     snprintf(py_version, sizeof py_version, "%.*s", (int)n, v);
 
-    PyObject *main = PyImport_AddModule("__main__");
-    PyObject *globals = main ? PyModule_GetDict(main) : NULL;
+    /* The bootstrap runs in a namespace of its own: its names (sys, importlib,
+     * the finder) are not the user's, and a cell deleting them must not break
+     * the finder. */
+    PyObject *globals = PyDict_New();
+    if (globals)
+        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
     PyObject *r =
         globals ? PyRun_String(bootstrap, Py_file_input, globals, globals) : NULL;
+    Py_XDECREF(globals);
     if (!r) {
         fmt_exception(err, errlen, "cannot install the runtime importer");
         return -1;
     }
     Py_DECREF(r);
-    /* The bootstrap's names are not the user's. */
-    PyDict_DelItemString(globals, "_EmbeddedFinder");
     PyObject *rt = PyImport_ImportModule("sandpit.runtime");
     if (!rt) {
         fmt_exception(err, errlen, "cannot import sandpit.runtime");

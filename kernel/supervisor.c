@@ -39,10 +39,9 @@
 #include "kernel/kernel.h"
 #include "kernel/log.h"
 
-#define START_TIMEOUT_S   60.0 /* a worker that has not said hello by then is stuck */
-#define INTERRUPT_GRACE_S 5.0  /* after SIGINT, how long a cell has to stop */
-#define MAX_FRAMES        1024 /* frames in one ZeroMQ message */
-#define DRAIN_BATCH       256  /* messages read from one socket per loop turn */
+#define START_TIMEOUT_S 60.0 /* a worker that has not said hello by then is stuck */
+#define MAX_FRAMES      1024 /* frames in one ZeroMQ message */
+#define DRAIN_BATCH     256  /* messages read from one socket per loop turn */
 
 double kernel_now(void)
 {
@@ -281,8 +280,7 @@ static void start_worker(struct kernel *k)
 
 void kernel_restart_worker(struct kernel *k, const char *why)
 {
-    if (k->current)
-        dispatch_worker_lost(k, why);
+    dispatch_worker_lost(k, why);
     child_stop(&k->child);
     start_worker(k);
 }
@@ -307,13 +305,11 @@ static void worker_gone(struct kernel *k, int status)
     bool was_starting = k->child.state == CHILD_STARTING;
     log_warn("the worker %s", how);
     child_stop(&k->child);
-    if (k->current) {
-        snprintf(why, sizeof why,
-                 "The worker process running this cell %s. It has been restarted: "
-                 "variables and imports from earlier cells are lost.",
-                 how);
-        dispatch_worker_lost(k, why);
-    }
+    snprintf(why, sizeof why,
+             "The worker process running this cell %s. It has been restarted: "
+             "variables and imports from earlier cells are lost.",
+             how);
+    dispatch_worker_lost(k, why);
     if (was_starting) {
         k->start_failures++;
         if (k->start_failures >= 3) {
@@ -376,26 +372,6 @@ static void read_worker(struct kernel *k)
 
 /* --- control of time ------------------------------------------------------------ */
 
-static void interrupt_worker(struct kernel *k, const char *reason)
-{
-    if (k->child.state != CHILD_BUSY || !k->current)
-        return;
-    log_info("interrupting the worker (%s)", reason);
-    child_signal(&k->child, SIGINT);
-    if (!k->current->sent_at)
-        return;
-    /* Escalation: if the cell does not stop within the grace period, the worker
-     * is replaced. interrupt_deadline is kept on the request. */
-    double deadline = kernel_now() + INTERRUPT_GRACE_S;
-    if (!k->current->interrupt_deadline || deadline < k->current->interrupt_deadline)
-        k->current->interrupt_deadline = deadline;
-}
-
-void kernel_interrupt(struct kernel *k)
-{
-    interrupt_worker(k, "interrupt requested");
-}
-
 static void check_timers(struct kernel *k)
 {
     double now = kernel_now();
@@ -408,62 +384,18 @@ static void check_timers(struct kernel *k)
         child_stop(&k->child);
         start_worker(k);
     }
-    struct request *r = k->current;
-    if (!r || k->child.state != CHILD_BUSY)
-        return;
-    if (r->timeout_s > 0 && !r->interrupted_for_timeout &&
-        now - r->sent_at > r->timeout_s) {
-        r->interrupted_for_timeout = true;
-        json_t *note = json_pack("{s:s, s:s, s:f}", "type", "interrupt", "reason",
-                                 "timeout", "limit", r->timeout_s);
-        if (note)
-            kernel_send_worker(k, note, NULL);
-        json_decref(note);
-        interrupt_worker(k, "the cell's time limit");
-    }
-    if (r->interrupt_deadline && now > r->interrupt_deadline) {
-        char why[512];
-        if (r->interrupted_for_timeout)
-            snprintf(
-                why, sizeof why,
-                "The cell exceeded its time limit of %g s and did not stop when "
-                "interrupted, so its worker was restarted: variables and imports from "
-                "earlier cells are lost.",
-                r->timeout_s);
-        else
-            snprintf(
-                why, sizeof why,
-                "The cell did not stop within %.0f s of the interrupt (it was probably "
-                "inside a long call to compiled code), so its worker was restarted: "
-                "variables and imports from earlier cells are lost.",
-                INTERRUPT_GRACE_S);
-        log_warn("%s", why);
-        kernel_restart_worker(k, why);
-    }
+    dispatch_check_timers(k, now);
 }
 
 static int poll_timeout_ms(struct kernel *k)
 {
-    double next = -1, now = kernel_now();
-#define CONSIDER(t)                                                                      \
-    do {                                                                                 \
-        double t_ = (t);                                                                 \
-        if (next < 0 || t_ < next)                                                       \
-            next = t_;                                                                   \
-    } while (0)
-    if (k->restart_at)
-        CONSIDER(k->restart_at);
-    if (k->child.state == CHILD_STARTING)
-        CONSIDER(k->child.started_at + START_TIMEOUT_S);
-    struct request *r = k->current;
-    if (r && k->child.state == CHILD_BUSY) {
-        if (r->timeout_s > 0 && !r->interrupted_for_timeout)
-            CONSIDER(r->sent_at + r->timeout_s);
-        if (r->interrupt_deadline)
-            CONSIDER(r->interrupt_deadline);
-    }
-#undef CONSIDER
-    if (next < 0)
+    double next = dispatch_next_deadline(k), now = kernel_now();
+    if (k->restart_at && (!next || k->restart_at < next))
+        next = k->restart_at;
+    if (k->child.state == CHILD_STARTING &&
+        (!next || k->child.started_at + START_TIMEOUT_S < next))
+        next = k->child.started_at + START_TIMEOUT_S;
+    if (!next)
         return -1;
     double ms = (next - now) * 1000 + 1;
     return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
@@ -480,7 +412,7 @@ static void handle_signal(struct kernel *k)
             reap_children(k);
             break;
         case SIGINT:
-            interrupt_worker(k, "SIGINT");
+            kernel_interrupt(k, "SIGINT");
             break;
         default:
             log_info("%s: shutting down", strsignal((int)si.ssi_signo));
@@ -580,6 +512,7 @@ static int kernel_init(struct kernel *k, struct options *opts)
     k->running = true;
     child_init(&k->child);
     history_init(&k->history, 0);
+    dispatch_init(k);
     snprintf(k->python_version, sizeof k->python_version, "%s", SANDPIT_PY_VERSION);
 
     char err[512];
@@ -653,13 +586,7 @@ static void kernel_release(struct kernel *k)
     for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
         usleep(1000);
     child_release(&k->child);
-    while (k->queue_head) {
-        struct request *r = k->queue_head;
-        k->queue_head = r->next;
-        request_free(r);
-    }
-    request_free(k->current);
-    json_decref(k->last_parent);
+    dispatch_release(k);
     json_decref(k->sandbox_report);
     history_release(&k->history);
     close_sockets(k);

@@ -30,6 +30,16 @@ static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct link_reader reader;
 
+/* The link is the worker's only reason to exist: when it breaks (the
+ * supervisor has gone, or a cell closed or replaced fd 3), the worker ends at
+ * once, so that the supervisor sees it die and answers the running cell. */
+static _Noreturn void link_lost(int err)
+{
+    log_info("the link to the supervisor is gone (%s); the worker exits",
+             err ? strerror(err) : "closed");
+    _exit(err ? 70 : 0);
+}
+
 int worker_send(const char *json, size_t json_len, const struct wire_frame *buffers,
                 size_t nbuffers)
 {
@@ -42,6 +52,8 @@ int worker_send(const char *json, size_t json_len, const struct wire_frame *buff
     rc = link_write_all(WORKER_LINK_FD, frame, len);
     pthread_mutex_unlock(&send_mu);
     free(frame);
+    if (rc == -EBADF || rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTSOCK)
+        link_lost(-rc);
     return rc;
 }
 
@@ -53,23 +65,32 @@ int worker_recv(struct link_frame *out, bool block)
         rc = link_reader_next(&reader, out);
         if (rc != 0)
             break;
+        /* A bounded wait, so that a cell closing fd 3 under this poll is noticed
+         * (poll holds the socket open and would never return). */
         struct pollfd pfd = {.fd = WORKER_LINK_FD, .events = POLLIN};
-        int n = poll(&pfd, 1, block ? -1 : 0);
+        int n = poll(&pfd, 1, block ? 1000 : 0);
         if (n < 0) {
             rc = -errno;
             break;
         }
         if (n == 0) {
-            rc = 0;
-            break;
+            if (fcntl(WORKER_LINK_FD, F_GETFD) < 0)
+                link_lost(EBADF);
+            if (!block) {
+                rc = 0;
+                break;
+            }
+            continue;
         }
+        if (pfd.revents & POLLNVAL)
+            link_lost(EBADF);
         ssize_t got = link_reader_fill(&reader, WORKER_LINK_FD);
-        if (got == 0 || got == -ECONNRESET) {
-            rc = -EPIPE;
-            break;
-        }
-        if (got < 0 && got != -EAGAIN) {
-            rc = (int)got;
+        if (got == 0)
+            link_lost(0);
+        if (got < 0 && got != -EAGAIN && got != -EINTR)
+            link_lost((int)-got);
+        if (got == -EINTR) {
+            rc = -EINTR;
             break;
         }
     }
@@ -161,6 +182,14 @@ static void set_environment(const struct options *o)
     if (o->sandbox)
         scrub_environment(o->pass_env);
     setenv("TMPDIR", o->tmpdir, 1);
+    /* Options for the inline charts, read by sandpit/figures.py. */
+    if (o->figure_format)
+        setenv("SANDPIT_FIGURE_FORMAT", o->figure_format, 1);
+    if (o->dpi) {
+        char dpi[16];
+        snprintf(dpi, sizeof dpi, "%d", o->dpi);
+        setenv("SANDPIT_DPI", dpi, 1);
+    }
     /* Tools that cache under the home folder (jedi, fontconfig) cache here. */
     setenv("XDG_CACHE_HOME", o->tmpdir, 1);
     /* matplotlib writes its font cache here; the inline backend is ours. */

@@ -458,16 +458,12 @@ def test_input_history(k):
     assert k.value("type(_dh).__name__, type(_dh[0]).__name__") == "('list', 'PosixPath')"
 
 
-@pytest.mark.xfail(strict=True, reason="runtime.py sets _i to the current cell; IPython's "
-                                       "_i is the previous one (_ii, _iii likewise)")
 def test_underscore_i_is_the_previous_input(k):
     reply, _ = k.execute("prev_marker = 1")
     reply, outputs = k.execute("_i")
     assert result_of(outputs) == "'prev_marker = 1'"
 
 
-@pytest.mark.xfail(strict=True, reason="runtime.py updates _ for silent cells; "
-                                       "ipykernel leaves _ alone")
 def test_silent_cells_leave_underscore(k):
     k.execute("'before silent'")
     k.execute("'silent value'", silent=True)
@@ -475,8 +471,6 @@ def test_silent_cells_leave_underscore(k):
     assert result_of(outputs) == "'before silent'"
 
 
-@pytest.mark.xfail(strict=True, reason="runtime.py overwrites a _ the user assigned; "
-                                       "IPython stops updating it")
 def test_user_assigned_underscore_is_kept(k):
     k.run("_ = 'mine'")
     k.execute("77")
@@ -484,10 +478,11 @@ def test_user_assigned_underscore_is_kept(k):
     assert result_of(outputs) == "'mine'"
 
 
-@pytest.mark.xfail(strict=True, reason="kernel/pyrt.c runs its import bootstrap in __main__'s "
-                                       "namespace: the finder looks `importlib` up there")
-def test_deleting_a_leaked_bootstrap_name_breaks_nothing(fresh_kernel):
-    fresh_kernel.run("del importlib")
+def test_the_import_bootstrap_leaves_the_namespace_alone(fresh_kernel):
+    names = "[n for n in ('sys', 'importlib', '_sandpit', '_EmbeddedFinder') if n in globals()]"
+    assert fresh_kernel.value(names) == "[]"
+    # the user's own importlib, deleted, breaks nothing of the kernel's
+    fresh_kernel.run("import importlib\ndel importlib")
     reply, outputs = fresh_kernel.execute("%pwd")
     assert reply["content"]["status"] == "ok", outputs
 

@@ -3,7 +3,7 @@
 This package is compiled into the sandpit binary and imported by the worker
 before any cell runs. User code may import it for the display helpers:
 
-    from sandpit import display, HTML, Markdown
+    from sandpit.display import display, HTML, Markdown
 """
 
 __version__ = "0.1.0"

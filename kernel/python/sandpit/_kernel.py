@@ -11,6 +11,7 @@ module `_sandpit` does not exist; set_sink() then captures what would be sent.
 
 import json
 import math
+import threading
 
 try:
     import _sandpit
@@ -19,11 +20,46 @@ except ImportError:  # not inside a worker
 
 _sink = None
 
-# The request being handled: a dict with msg_type, header, content, metadata,
-# execution_count (for execute_request). None between requests.
-current = None
-# Payloads for the current execute_reply (help pages, set_next_input, ...).
-payloads = []
+# Per thread: the request being handled (main shell and each subshell run in
+# threads of their own) and the tag of the request that output belongs to.
+#   _tls.request   the request dict (msg_type, header, content, metadata,
+#                  execution_count...), None between requests
+#   _tls.payloads  payloads for that request's execute_reply
+#   _tls.tag       msg_id of the request this thread's output belongs to: the
+#                  one it handles, or for a thread that a cell started, that cell
+_tls = threading.local()
+
+
+def __getattr__(name):
+    # _kernel.current and _kernel.payloads read this thread's values.
+    if name == "current":
+        return getattr(_tls, "request", None)
+    if name == "payloads":
+        if not hasattr(_tls, "payloads"):
+            _tls.payloads = []
+        return _tls.payloads
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def begin_request(req):
+    """Makes req this thread's current request (the runtime calls it)."""
+    _tls.request = req
+    _tls.payloads = []
+    _tls.tag = (req.get("header") or {}).get("msg_id")
+
+
+def end_request():
+    _tls.request = None
+    _tls.payloads = []
+
+
+def current_tag():
+    """msg_id of the request that output from this thread belongs to, or None."""
+    return getattr(_tls, "tag", None)
+
+
+def set_thread_tag(tag):
+    _tls.tag = tag
 
 
 def set_sink(fn):
@@ -85,9 +121,13 @@ def flush():
 
 
 def publish(msg_type, content, metadata=None, buffers=()):
-    """Publishes an iopub message parented to the current request."""
+    """Publishes an iopub message parented to the request this thread's output
+    belongs to (see current_tag)."""
     flush()
     obj = {"type": "iopub", "msg_type": msg_type, "content": content}
+    tag = getattr(_tls, "tag", None)
+    if tag:
+        obj["parent"] = tag
     if metadata:
         obj["metadata"] = metadata
     send(obj, buffers)
@@ -95,7 +135,9 @@ def publish(msg_type, content, metadata=None, buffers=()):
 
 def add_payload(payload):
     """Adds a payload (a dict with a "source" key) to the current execute_reply."""
-    payloads.append(payload)
+    if not hasattr(_tls, "payloads"):
+        _tls.payloads = []
+    _tls.payloads.append(payload)
 
 
 def log(level, text):

@@ -1,24 +1,32 @@
 """The worker's request loop: one request in, events and one reply out.
 
-serve() reads requests from the supervisor and answers each with exactly one
+A reader thread takes every frame from the supervisor and routes it: requests
+of the main shell to the main thread (which runs cells, so that SIGINT raises
+KeyboardInterrupt in them), requests of a subshell to that subshell's thread,
+input replies to the thread waiting for one, interrupt notes to the request
+they name. Each handling thread answers each request with exactly one
 "reply" frame, whatever happens in between: an exception in the user's code
 becomes an error reply, an exception in this runtime becomes an error reply
 that says so (and a line in the kernel log), a KeyboardInterrupt that
 arrives between requests is dropped.
 
-A cell runs in the one __main__ namespace, kept for the worker's life. It is
-parsed once; every statement but a trailing expression is executed as a
-module, and the trailing expression is compiled in "single" mode so that its
-value goes through sys.displayhook, which publishes execute_result. Top-level
-await works as in IPython.
+A cell runs in the one __main__ namespace, kept for the worker's life and
+shared by the subshells. It is parsed once; every statement but a trailing
+expression is executed as a module, and the trailing expression is compiled
+in "single" mode so that its value goes through sys.displayhook, which
+publishes execute_result. Top-level await works as in IPython.
 """
 
 import ast
 import builtins
+import ctypes
+import json
 import linecache
 import os
+import queue
 import signal
 import sys
+import threading
 import traceback
 import warnings
 
@@ -33,100 +41,204 @@ except ImportError:
 main_module = sys.modules["__main__"]
 user_ns = main_module.__dict__
 
-# Frames received while waiting for something else (an input reply, an
-# interrupt note); handled by serve() before reading the link again.
-_backlog = []
-# Set when the supervisor says the current cell's interrupt is its time limit.
-_timeout_note = None
 _loop = None  # the event loop for top-level await, made on first use
+_previous_input = ""  # the last stored cell's input, for _i
 _cell_serial = 0
+_serial_lock = threading.Lock()
+
+# Routing, filled by the reader thread and read by the handling threads.
+_main_inbox = queue.Queue()   # frames for the main shell; None when the link closes
+_subshells = {}               # subshell id -> _Subshell
+_waiting = {}                 # msg_id of a request waiting for input -> queue.Queue
+_notes = {}                   # msg_id -> the supervisor's interrupt note for it
+_notes_arrived = {}           # msg_id -> threading.Event, set when its note arrives
+_routing_lock = threading.Lock()
 
 
 # --- the loop --------------------------------------------------------------------
 
 
 def serve(hello):
-    """Says hello, then answers requests until the supervisor closes the link."""
+    """Says hello, then answers the main shell's requests until the supervisor
+    closes the link."""
     _sandpit.send(hello.encode())
+    threading.Thread(target=_read_link, name="sandpit-link", daemon=True).start()
     while True:
         try:
-            frame = _next_frame()
+            frame = _main_inbox.get()
         except KeyboardInterrupt:
             continue  # an interrupt that arrived between cells
-        except EOFError:
+        if frame is None:
             return 0
+        _serve_one(frame)
+
+
+def _serve_one(frame):
+    try:
+        handle(frame)
+    except KeyboardInterrupt:
+        _kernel.log("warning", "an interrupt arrived after the request had finished")
+    except BaseException as e:  # this runtime's own failure
+        _kernel.log("error", "runtime failure: " + "".join(
+            traceback.format_exception(type(e), e, e.__traceback__)))
+        if _kernel.current is not None:
+            _reply({"status": "error", "ename": type(e).__name__, "evalue": str(e),
+                    "traceback": []})
+        _kernel.end_request()
+
+
+def _signals_to_main_thread():
+    """SIGINT is for the main thread (Python runs handlers there, and a cell
+    sleeping there must wake): threads of the runtime block it."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGALRM})
+
+
+def _read_link():
+    """The reader thread: routes each frame from the supervisor."""
+    _signals_to_main_thread()
+    while True:
         try:
-            handle(frame)
-        except KeyboardInterrupt:
-            _kernel.log("warning", "an interrupt arrived after the cell had finished")
-        except BaseException as e:  # this runtime's own failure
-            _kernel.log("error", "runtime failure: " + "".join(
-                traceback.format_exception(type(e), e, e.__traceback__)))
-            if _kernel.current is not None:
-                _reply({"status": "error", "ename": type(e).__name__, "evalue": str(e),
-                        "traceback": []})
-
-
-def _next_frame():
-    if _backlog:
-        return _backlog.pop(0)
-    raw, buffers = _sandpit.recv(True)
-    return _kernel_loads(raw), buffers
-
-
-def _kernel_loads(raw):
-    import json
-    return json.loads(raw)
-
-
-def poll_link():
-    """Reads frames already waiting on the link, without blocking. Interrupt
-    notes are taken note of; other frames wait in the backlog."""
-    global _timeout_note
-    if _sandpit is None:
-        return
-    while True:
-        got = _sandpit.recv(False)
-        if got is None:
-            return
-        obj = _kernel_loads(got[0])
-        if obj.get("type") == "interrupt":
-            if obj.get("reason") == "timeout":
-                _timeout_note = obj
-        else:
-            _backlog.append((obj, got[1]))
-
-
-def wait_for(kind):
-    """Blocks until a frame of type kind arrives; others go to the backlog.
-    KeyboardInterrupt (a user interrupt) propagates to the caller."""
-    global _timeout_note
-    while True:
-        raw, buffers = _sandpit.recv(True)
-        obj = _kernel_loads(raw)
-        if obj.get("type") == kind:
-            return obj, buffers
-        if obj.get("type") == "interrupt":
-            if obj.get("reason") == "timeout":
-                _timeout_note = obj
+            raw, buffers = _sandpit.recv(True)
+            obj = json.loads(raw)
+        except EOFError:
+            break
+        except Exception as e:
+            _kernel.log("error", "unreadable frame from the supervisor: %r" % (e,))
             continue
-        _backlog.append((obj, buffers))
+        try:
+            _route(obj, buffers)
+        except Exception as e:
+            _kernel.log("error", "could not route a frame: %r" % (e,))
+    _main_inbox.put(None)
+    for sub in list(_subshells.values()):
+        sub.inbox.put(None)
+
+
+def _route(obj, buffers):
+    kind = obj.get("type")
+    if kind == "request":
+        shell = obj.get("shell") or ""
+        if not shell:
+            _main_inbox.put((obj, buffers))
+        else:
+            sub = _subshells.get(shell)
+            if sub is None:  # the supervisor knows it; the worker must too
+                sub = _Subshell(shell)
+            sub.inbox.put((obj, buffers))
+    elif kind == "input_reply":
+        with _routing_lock:
+            q = _waiting.get(obj.get("parent"))
+        if q is not None:
+            q.put(obj)
+    elif kind == "interrupt":
+        _take_note(obj)
+    elif kind == "subshell":
+        if obj.get("op") == "create":
+            _Subshell(obj.get("id"))
+        elif obj.get("op") == "delete":
+            sub = _subshells.pop(obj.get("id"), None)
+            if sub is not None:
+                sub.stop()
+    else:
+        _kernel.log("warning", "unexpected frame from the supervisor: %r" % (kind,))
+
+
+def _take_note(note):
+    """An interrupt (or the time limit) for the request it names. The main
+    shell's request also gets SIGINT from the supervisor; a subshell's gets the
+    exception raised in its thread from here."""
+    parent = note.get("parent")
+    with _routing_lock:
+        _notes[parent] = note
+        event = _notes_arrived.get(parent)
+    if event is not None:
+        event.set()
+    shell = note.get("shell") or ""
+    if shell:
+        sub = _subshells.get(shell)
+        if sub is not None and sub.running == parent and sub.ident is not None:
+            exc = TimeoutError if note.get("reason") == "timeout" else KeyboardInterrupt
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(sub.ident),
+                                                        ctypes.py_object(exc))
+
+
+def interrupt_reason(req, wait=0.2):
+    """After a KeyboardInterrupt or TimeoutError in req: the supervisor's note
+    for it (it sends one before the signal), or None if none comes."""
+    parent = (req.get("header") or {}).get("msg_id")
+    with _routing_lock:
+        note = _notes.get(parent)
+        event = _notes_arrived.get(parent)
+    if note is None and event is not None:
+        event.wait(wait)
+        with _routing_lock:
+            note = _notes.get(parent)
+    return note
+
+
+class _Subshell:
+    """A subshell's thread: runs its requests one at a time, in the shared
+    namespace, concurrently with the main shell."""
+
+    def __init__(self, sid):
+        self.id = sid
+        self.inbox = queue.Queue()
+        self.running = None  # msg_id of the request it runs
+        self.ident = None
+        _subshells[sid] = self
+        self.thread = threading.Thread(target=self._run, name="sandpit-subshell-" + sid[:8],
+                                       daemon=True)
+        self.thread._sandpit_internal = True
+        self.thread.start()
+
+    def _run(self):
+        _signals_to_main_thread()
+        self.ident = threading.get_ident()
+        while True:
+            frame = self.inbox.get()
+            if frame is None:
+                return
+            self.running = (frame[0].get("header") or {}).get("msg_id")
+            try:
+                _serve_one(frame)
+            except BaseException:  # an interrupt aimed at a request that had ended
+                pass
+            finally:
+                self.running = None
+
+    def stop(self):
+        self.inbox.put(None)
+        if self.running and self.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.ident),
+                                                        ctypes.py_object(SystemExit))
+
+
+def ask_input(req, content):
+    """Sends an input_request for req and blocks until its input_reply arrives
+    (registered first, so a quick answer cannot be missed). KeyboardInterrupt
+    (a user interrupt) propagates to the caller."""
+    parent = (req.get("header") or {}).get("msg_id")
+    q = queue.Queue()
+    with _routing_lock:
+        _waiting[parent] = q
+    try:
+        _kernel.send({"type": "input_request", "parent": parent, "content": content})
+        return q.get()
+    finally:
+        with _routing_lock:
+            _waiting.pop(parent, None)
 
 
 def handle(frame):
-    global _timeout_note
     obj, buffers = frame
-    kind = obj.get("type")
-    if kind == "interrupt":
-        return  # a note for a cell that has already ended
-    if kind == "input_reply":
-        return  # an answer that came after its cell was interrupted
-    if kind != "request":
-        _kernel.log("warning", "unexpected frame from the supervisor: %r" % (kind,))
-        return
-    _timeout_note = None
-    _kernel.current = obj
-    _kernel.payloads = []
+    parent = (obj.get("header") or {}).get("msg_id")
+    with _routing_lock:
+        _notes.pop(parent, None)
+        _notes_arrived[parent] = threading.Event()
+    _kernel.begin_request(obj)
+    main = threading.current_thread() is threading.main_thread()
+    if main and _sandpit is not None:
+        _sandpit.set_default_tag(parent)
     try:
         handler = HANDLERS.get(obj.get("msg_type"))
         if handler is None:
@@ -135,14 +247,19 @@ def handle(frame):
                        "traceback": []}
         else:
             content = handler(obj, buffers)
-        _reply(content)
+        _reply(content, shell=obj.get("shell") or "")
     finally:
-        _kernel.current = None
+        _kernel.end_request()
+        with _routing_lock:
+            _notes.pop(parent, None)
+            _notes_arrived.pop(parent, None)
 
 
-def _reply(content, metadata=None):
+def _reply(content, metadata=None, shell=None):
     _kernel.flush()
-    frame = {"type": "reply", "content": content}
+    if shell is None:
+        shell = (_kernel.current or {}).get("shell") or ""
+    frame = {"type": "reply", "shell": shell, "content": content}
     if metadata:
         frame["metadata"] = metadata
     _kernel.send(frame)
@@ -153,8 +270,9 @@ def _reply(content, metadata=None):
 
 def _cell_filename(count):
     global _cell_serial
-    _cell_serial += 1
-    return "<cell-%d-%d>" % (count, _cell_serial)
+    with _serial_lock:
+        _cell_serial += 1
+        return "<cell-%d-%d>" % (count, _cell_serial)
 
 
 def cell_label(filename):
@@ -213,31 +331,40 @@ def _run(codeobj):
         _loop.run_until_complete(result)
 
 
+_unders = {}  # the values this hook last gave _, __ and ___
+
+
+def _update_unders(value):
+    """_, __ and ___ follow the results, as in IPython, unless the user has
+    assigned one of them: then none of them is touched again."""
+    ours = all(name not in user_ns or user_ns[name] is _unders.get(name)
+               for name in ("_", "__", "___"))
+    _unders["___"], _unders["__"], _unders["_"] = (_unders.get("__", ""),
+                                                   _unders.get("_", ""), value)
+    if ours:
+        user_ns.update(_unders)
+
+
 def displayhook_for(count, silent, store_history):
     def hook(value):
-        if value is None:
+        if value is None or silent:
             return
+        _update_unders(value)
         if store_history:
-            user_ns["___"] = user_ns.get("__", "")
-            user_ns["__"] = user_ns.get("_", "")
-            user_ns["_"] = value
             user_ns["_%d" % count] = value
             out = user_ns.setdefault("Out", {})
             if isinstance(out, dict):
                 out[count] = value
-        else:
-            user_ns["_"] = value
-        if silent:
-            return
         from . import display
-        data, metadata = display.format_object(value)
+        data, metadata = display.format_result(value)
+        if not data:  # it displayed itself (_ipython_display_), as a widget does
+            return
         _kernel.publish("execute_result",
                         {"execution_count": count, "data": data, "metadata": metadata})
     return hook
 
 
 def execute(req, buffers):
-    global _timeout_note
     content = req.get("content", {})
     code = content.get("code", "")
     count = req.get("execution_count", 0)
@@ -253,10 +380,14 @@ def execute(req, buffers):
             while len(ins) < count:
                 ins.append("")
             ins.append(code)
+        # As in IPython: while cell N runs, _i is cell N-1's input, _ii N-2's,
+        # _iii N-3's, and _iN is cell N's own.
+        global _previous_input
         user_ns["_iii"] = user_ns.get("_ii", "")
         user_ns["_ii"] = user_ns.get("_i", "")
-        user_ns["_i"] = code
+        user_ns["_i"] = _previous_input
         user_ns["_i%d" % count] = code
+        _previous_input = code
     filename = _cell_filename(count)
     _register_source(filename, code)
     reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
@@ -268,11 +399,14 @@ def execute(req, buffers):
         _kernel.flush()
     except BaseException as e:
         exc = e
-        if isinstance(e, KeyboardInterrupt):
-            poll_link()
-            if _timeout_note is not None:
+        if isinstance(e, (KeyboardInterrupt, TimeoutError)):
+            note = interrupt_reason(req, wait=0.2 if isinstance(e, KeyboardInterrupt) else 0)
+            if note is not None and note.get("reason") == "timeout":
                 exc = TimeoutError(
-                    "cell exceeded its time limit of %g s" % _timeout_note.get("limit", 0))
+                    "cell exceeded its time limit of %g s" % note.get("limit", 0))
+                exc.__traceback__ = e.__traceback__
+            elif note is not None and type(e) is TimeoutError:
+                exc = KeyboardInterrupt()
                 exc.__traceback__ = e.__traceback__
         _kernel.flush()
         err = error_content(exc)
@@ -284,7 +418,7 @@ def execute(req, buffers):
     try:
         from . import figures
         figures.show_open_figures()
-    except Exception as e:
+    except (Exception, KeyboardInterrupt) as e:
         _kernel.log("warning", "could not show the cell's figures: %r" % (e,))
     if reply["status"] == "ok":
         reply["user_expressions"] = user_expressions(content.get("user_expressions") or {})
@@ -474,6 +608,24 @@ HANDLERS = {
 INSTALLERS = ["display", "comms", "shell"]
 
 
+def _inherit_output_parent():
+    """A thread started by a cell writes its output to that cell, even after
+    the cell has ended (as ipykernel 7 does): it takes the output tag of the
+    thread that started it."""
+    start, bootstrap = threading.Thread.start, threading.Thread._bootstrap_inner
+
+    def tagged_start(self):
+        self._sandpit_tag = _kernel.current_tag()
+        return start(self)
+
+    def tagged_bootstrap_inner(self):
+        _kernel.set_thread_tag(getattr(self, "_sandpit_tag", None))
+        return bootstrap(self)
+
+    threading.Thread.start = tagged_start
+    threading.Thread._bootstrap_inner = tagged_bootstrap_inner
+
+
 def prepare_lock():
     """Runs before the seccomp filter: whatever needs a process or a new
     file once, and the user's namespace."""
@@ -489,13 +641,19 @@ def prepare_lock():
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")
     streams.install()
+    _inherit_output_parent()
     import importlib
     for name in INSTALLERS:
+        # One part failing to set up must not take the others with it.
         try:
-            module = importlib.import_module("sandpit." + name)
+            importlib.import_module("sandpit." + name).install(user_ns)
         except ModuleNotFoundError as e:
             if e.name != "sandpit." + name:
-                raise
-            continue
-        module.install(user_ns)
+                _kernel.log("error", "cannot set up sandpit.%s: %r" % (name, e))
+        except Exception as e:
+            _kernel.log("error", "cannot set up sandpit.%s: %s" % (name, "".join(
+                traceback.format_exception(type(e), e, e.__traceback__))))
+    for name in ("_", "__", "___"):  # what the installers left is ours, not the user's
+        user_ns.setdefault(name, "")
+        _unders[name] = user_ns[name]
     signal.signal(signal.SIGINT, signal.default_int_handler)

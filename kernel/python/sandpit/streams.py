@@ -15,6 +15,7 @@ import os
 import sys
 
 from . import _kernel
+from ._kernel import _tls
 
 _allow_stdin = False
 
@@ -26,7 +27,7 @@ class StdinNotImplementedError(NotImplementedError):
 try:
     from _sandpit import write as _write
 except ImportError:  # outside the worker
-    def _write(fd, data):
+    def _write(fd, data, tag=None):
         view = memoryview(data.encode("utf-8", "replace") if isinstance(data, str)
                           else data).cast("B")
         while view:
@@ -42,7 +43,7 @@ class _BinaryWriter(io.RawIOBase):
         return True
 
     def write(self, b):
-        return _write(self._fd, b)
+        return _write(self._fd, b, getattr(_tls, "tag", None))
 
     def fileno(self):
         return self._fd
@@ -71,7 +72,7 @@ class OutStream(io.TextIOBase):
     def write(self, s):
         if s.__class__ is not str and not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        return _write(self._fd, s)
+        return _write(self._fd, s, getattr(_tls, "tag", None))
 
     def writelines(self, lines):
         for line in lines:
@@ -101,9 +102,8 @@ def _ask(prompt, password):
             "input (allow_stdin is false)")
     from . import runtime
     _kernel.flush()
-    _kernel.send({"type": "input_request",
-                  "content": {"prompt": str(prompt), "password": bool(password)}})
-    reply, _ = runtime.wait_for("input_reply")
+    reply = runtime.ask_input(_kernel.current or {},
+                              {"prompt": str(prompt), "password": bool(password)})
     content = reply.get("content", {})
     value = content.get("value", "")
     if not isinstance(value, str):
