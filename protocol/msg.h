@@ -13,7 +13,7 @@
 #include "protocol/sign.h"
 #include "protocol/wire.h"
 
-#define MSG_PROTOCOL_VERSION "5.3"
+#define MSG_PROTOCOL_VERSION "5.5"
 
 /* Who the kernel is on the wire: its session id and username, and a counter
  * that makes message ids unique within the session. */

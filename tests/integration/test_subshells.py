@@ -1,0 +1,102 @@
+"""Kernel subshells (JEP 91, protocol 5.5) and where output goes: a subshell
+runs its requests concurrently with the main shell, sharing its globals; a
+thread that a cell started writes to that cell, even after it ended."""
+
+import time
+
+from conftest import stdout_of
+
+
+def control(k, msg_type, content=None):
+    msg = k.kc.session.msg(msg_type, content or {})
+    k.kc.control_channel.send(msg)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        reply = k.kc.get_control_msg(timeout=10)
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply
+    raise AssertionError("no reply to " + msg_type)
+
+
+def execute_in(k, subshell_id, code):
+    msg = k.kc.session.msg("execute_request", {"code": code, "silent": False,
+                                               "store_history": True,
+                                               "user_expressions": {}, "allow_stdin": False})
+    msg["header"]["subshell_id"] = subshell_id
+    k.kc.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def test_protocol_and_features(kernel):
+    info = kernel.request("kernel_info")["content"]
+    assert info["protocol_version"] == "5.5"
+    assert "kernel subshells" in info["supported_features"]
+
+
+def test_subshell_runs_while_main_is_busy(fresh_kernel):
+    k = fresh_kernel
+    k.run("shared = 5")
+    created = control(k, "create_subshell_request")
+    assert created["msg_type"] == "create_subshell_reply"
+    sid = created["content"]["subshell_id"]
+    assert control(k, "list_subshell_request")["content"]["subshell_id"] == [sid]
+
+    main_id = k.kc.execute("import time\ntime.sleep(3)\nmain_done = True")
+    time.sleep(0.3)  # the main shell is now sleeping
+    t0 = time.monotonic()
+    sub_id = execute_in(k, sid, "print('from the subshell', shared * 2)\nsub_value = 7")
+    sub_reply = k.shell_reply(sub_id)
+    took = time.monotonic() - t0
+    assert sub_reply["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(sub_id)) == "from the subshell 10\n"
+    # it did not wait for the main shell's sleep
+    assert took < 2.0, took
+    main_reply = k.shell_reply(main_id)
+    assert main_reply["content"]["status"] == "ok"
+    k.iopub_until_idle(main_id)
+    assert k.value("(sub_value, main_done)") == "(7, True)"
+
+    assert control(k, "delete_subshell_request", {"subshell_id": sid})["content"] == \
+        {"status": "ok"}
+    assert control(k, "list_subshell_request")["content"]["subshell_id"] == []
+    gone = k.shell_reply(execute_in(k, sid, "1"))
+    assert gone["content"]["status"] == "error"
+    bad = control(k, "delete_subshell_request", {"subshell_id": "no-such"})
+    assert bad["content"]["status"] == "error"
+
+
+def test_interrupting_a_subshell(fresh_kernel):
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    sub_id = execute_in(k, sid, "import time\nwhile True:\n    time.sleep(0.01)")
+    time.sleep(0.5)
+    control(k, "interrupt_request")
+    reply = k.shell_reply(sub_id)
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    k.iopub_until_idle(sub_id)
+    assert k.run("print('main is fine')") == "main is fine\n"
+
+
+def test_thread_output_goes_to_the_cell_that_started_it(kernel):
+    first = kernel.kc.execute(
+        "import threading, time\n"
+        "def later():\n"
+        "    time.sleep(0.6)\n"
+        "    print('from the thread')\n"
+        "threading.Thread(target=later).start()\n")
+    kernel.shell_reply(first)
+    kernel.iopub_until_idle(first)
+    # the next cell runs while the thread prints
+    second = kernel.kc.execute("import time\ntime.sleep(1.2)\nprint('second cell')")
+    kernel.shell_reply(second)
+    assert stdout_of(kernel.iopub_until_idle(second)) == "second cell\n"
+    late = kernel.next_iopub(first, timeout=5)
+    assert late["msg_type"] == "stream"
+    assert late["content"]["text"] == "from the thread\n"
+
+
+def test_output_from_c_goes_to_the_running_cell(kernel):
+    reply, out = kernel.execute("import os\nos.write(1, b'from fd 1\\n')\n"
+                                "os.write(2, b'from fd 2\\n')\nNone")
+    assert stdout_of(out) == "from fd 1\n"
+    assert stdout_of(out, "stderr") == "from fd 2\n"
