@@ -125,6 +125,14 @@ static const struct rule system_rules[] = {
     {"/sys/devices/system/cpu", RO}, /* glibc's CPU count, OpenBLAS */
     {"/sys/devices/system/node", RO},
     {"/proc/self", RO}, /* resolves to /proc/<this pid>: see above */
+    /* Machine-wide counters that psutil reads at import (ipykernel, and so
+     * ipywidgets, imports it) and that os.cpu_count and numpy consult: no
+     * process's secrets in them. */
+    {"/proc/stat", RO},
+    {"/proc/meminfo", RO},
+    {"/proc/cpuinfo", RO},
+    {"/proc/uptime", RO},
+    {"/proc/loadavg", RO},
     {"/dev/null", DEV_RW},
     {"/dev/zero", DEV_RW},
     {"/dev/full", DEV_RW},

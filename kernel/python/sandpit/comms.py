@@ -9,9 +9,9 @@ the package is not installed, the same classes work on their own.
 
 ipywidgets 6 (Debian 12's) predates that package: it imports
 ipykernel.comm.Comm and reaches the manager through get_ipython().kernel.
-install() arranges both: ipykernel.comm.Comm becomes sandpit's Comm as soon
-as ipykernel.comm is imported, and the shell's kernel object carries
-comm_manager.
+Both are arranged: ipykernel.comm.Comm becomes sandpit's Comm as soon as
+ipykernel.comm is imported (sandpit.import_hooks), and the shell's kernel
+object carries comm_manager (sandpit.shell).
 
 A message for an unknown target is answered with comm_close, never a crash;
 a callback that raises is reported on stderr and the comm lives on.
@@ -197,31 +197,6 @@ def comm_info(req, buffers):
 # --- set-up -----------------------------------------------------------------------
 
 
-class _IpykernelCommHook:
-    """Makes ipykernel.comm.Comm this module's Comm once ipykernel.comm is
-    imported (ipywidgets 6 creates its comms through it)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "ipykernel.comm.comm":
-            return None
-        import importlib.util
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        original_exec = loader.exec_module
-
-        def exec_module(module):
-            original_exec(module)
-            module.Comm = Comm
-        loader.exec_module = exec_module
-        return spec
-
-
 def install(user_ns):
     try:
         import comm as comm_pkg
@@ -230,4 +205,4 @@ def install(user_ns):
     if comm_pkg is not None:
         comm_pkg.create_comm = lambda *args, **kwargs: Comm(*args, **kwargs)
         comm_pkg.get_comm_manager = lambda: manager
-    sys.meta_path.insert(0, _IpykernelCommHook())
+    # ipykernel.comm.Comm becomes this module's Comm: see sandpit.import_hooks.

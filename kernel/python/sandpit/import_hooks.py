@@ -1,5 +1,6 @@
 """Adjustments made to a few libraries as they are imported: IPython's
-display functions, pandas' notebook defaults, matplotlib's interactive mode.
+display functions and get_ipython(), ipykernel's Comm, pandas' notebook
+defaults, matplotlib's interactive mode.
 
 sandpit imports none of these libraries itself (a cell that does not use
 them does not pay for them), yet each needs a word as soon as it is loaded:
@@ -57,6 +58,24 @@ def patch_ipython_display(module):
             _replaced.append((original, replacement))
 
 
+def patch_getipython(module):
+    """IPython.get_ipython() returns sandpit's shell, as it returns ipykernel's
+    under ipykernel: ipywidgets registers its comm targets through it at
+    import, matplotlib's pyplot its callbacks."""
+    from . import shell
+    module.get_ipython = shell.get_ipython
+    ipython = sys.modules.get("IPython")
+    if ipython is not None and getattr(ipython, "get_ipython", None) is not None:
+        ipython.get_ipython = shell.get_ipython
+
+
+def patch_ipykernel_comm(module):
+    """ipywidgets 6 makes its comms with ipykernel.comm.Comm, which would look
+    for ipykernel's running kernel: it becomes sandpit's Comm."""
+    from . import comms
+    module.Comm = comms.Comm
+
+
 def patch_pandas(module):
     if module.get_option("display.max_columns") == 0:
         module.set_option("display.max_columns", 20)
@@ -68,6 +87,8 @@ def patch_matplotlib(module):
 
 
 _PATCHES = {
+    "IPython.core.getipython": patch_getipython,
+    "ipykernel.comm.comm": patch_ipykernel_comm,
     "IPython.core.display_functions": patch_ipython_display,
     "IPython.core.display": patch_ipython_display,
     "pandas": patch_pandas,

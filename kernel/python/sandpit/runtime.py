@@ -391,6 +391,15 @@ def execute(req, buffers):
     filename = _cell_filename(count)
     _register_source(filename, code)
     reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
+    events = _events()
+    info = None
+    if events is not None:
+        info = _ExecutionInfo(code, store_history, silent, (req.get("metadata") or {})
+                              .get("cellId"))
+        events.trigger("pre_execute")
+        if not silent:
+            events.trigger("pre_run_cell", info)
+    error = None
     try:
         from . import inputs
         source = inputs.transform_cell(code)
@@ -409,6 +418,7 @@ def execute(req, buffers):
                 exc = KeyboardInterrupt()
                 exc.__traceback__ = e.__traceback__
         _kernel.flush()
+        error = exc
         err = error_content(exc)
         if not silent:
             _kernel.publish("error", err)
@@ -420,6 +430,16 @@ def execute(req, buffers):
         figures.show_open_figures()
     except (Exception, KeyboardInterrupt) as e:
         _kernel.log("warning", "could not show the cell's figures: %r" % (e,))
+    if events is not None:
+        try:
+            events.trigger("post_execute")
+            if not silent:
+                from . import shell
+                result = shell.ExecutionResult(error=error)
+                result.info = info
+                events.trigger("post_run_cell", result)
+        except (Exception, KeyboardInterrupt) as e:
+            _kernel.log("warning", "a post-cell callback failed: %r" % (e,))
     if reply["status"] == "ok":
         reply["user_expressions"] = user_expressions(content.get("user_expressions") or {})
     reply["payload"] = list(_kernel.payloads)
@@ -429,6 +449,27 @@ def execute(req, buffers):
         if dropped:
             reply["sandpit_dropped"] = dropped
     return reply
+
+
+class _ExecutionInfo:
+    """What IPython passes to pre_run_cell callbacks."""
+
+    def __init__(self, raw_cell, store_history, silent, cell_id):
+        self.raw_cell = raw_cell
+        self.store_history = store_history
+        self.silent = silent
+        self.shell_futures = True
+        self.cell_id = cell_id
+
+
+def _events():
+    """The shell's event manager, when some callback is registered."""
+    shell = sys.modules.get("sandpit.shell")
+    sh = shell.get_ipython() if shell is not None else None
+    events = getattr(sh, "events", None)
+    if events is None or not any(events.callbacks.values()):
+        return None
+    return events
 
 
 def user_expressions(exprs):

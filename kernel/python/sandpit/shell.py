@@ -77,10 +77,52 @@ class HistoryManager:
         return list(self.get_range(0, max(1, last - n), last, raw, output))
 
 
+class EventManager:
+    """get_ipython().events: callbacks around each cell, as IPython's
+    (pre_execute, pre_run_cell, post_execute, post_run_cell). matplotlib's
+    pyplot and ipywidgets register and trigger them."""
+
+    names = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell",
+             "shell_initialized")
+
+    def __init__(self):
+        self.callbacks = {name: [] for name in self.names}
+
+    def register(self, event, function):
+        if event not in self.callbacks:
+            raise KeyError("unknown event %s" % event)
+        if not callable(function):
+            raise TypeError("need a callable, got %r" % (function,))
+        if function not in self.callbacks[event]:
+            self.callbacks[event].append(function)
+
+    def unregister(self, event, function):
+        if function in self.callbacks.get(event, ()):
+            self.callbacks[event].remove(function)
+        else:
+            raise ValueError("function %r is not registered as a %s callback"
+                             % (function, event))
+
+    def trigger(self, event, *args, **kwargs):
+        for function in list(self.callbacks.get(event, ())):
+            try:
+                function(*args, **kwargs)
+            except Exception:
+                import traceback
+                sys.stderr.write("Error in callback %r (for %s):\n%s"
+                                 % (function, event, traceback.format_exc()))
+
+
 class Kernel:
-    """get_ipython().kernel: what can be known of the kernel from inside."""
+    """get_ipython().kernel: what can be known of the kernel from inside, and
+    its comm_manager (ipywidgets 6 registers its targets there)."""
 
     implementation = "sandpit"
+
+    @property
+    def comm_manager(self):
+        from . import comms
+        return comms.manager
 
     def __init__(self, shell):
         self.shell = shell
@@ -125,10 +167,11 @@ class SandpitShell:
         # IPython's configuration, as far as %config sets it; notebooks test
         # "'IPKernelApp' in get_ipython().config" to know they run in a kernel.
         self.config = {"IPKernelApp": {}}
+        self.events = EventManager()
         self._synthetic = 0
 
     def __repr__(self):
-        return "<sandpit.shell.SandpitShell object>"
+        return "<sandpit.shell.%s object>" % type(self).__name__
 
     @property
     def user_global_ns(self):
@@ -141,6 +184,27 @@ class SandpitShell:
 
     def get_ipython(self):
         return self
+
+    def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None,
+                      exception_only=False, running_compiled_code=False):
+        """Shows the exception being handled (or exc_tuple) as a cell's error."""
+        from . import runtime
+        etype, value, tb = exc_tuple or sys.exc_info()
+        if value is None:
+            return
+        if tb is not None and value.__traceback__ is None:
+            value = value.with_traceback(tb)
+        _kernel.publish("error", runtime.error_content(value))
+
+    def enable_gui(self, gui=None):
+        """There is no GUI event loop in a kernel without a display: accepted."""
+
+    def enable_matplotlib(self, gui=None):
+        self.run_line_magic("matplotlib", gui or "inline")
+        return ("inline", "module://sandpit.mpl_backend")
+
+    def has_trait(self, name):
+        return hasattr(self, name)
 
     # --- magics ---------------------------------------------------------------
 
@@ -290,10 +354,17 @@ class Help:
         return inspection.Helper()(*args, **kwargs)
 
 
+class ZMQInteractiveShell(SandpitShell):
+    """The class of the shell get_ipython() returns, under the name of
+    ipykernel's: libraries (tqdm, plotly, pandas) test
+    get_ipython().__class__.__name__ == "ZMQInteractiveShell" to know that
+    they run in a notebook kernel and may send rich output."""
+
+
 def install(user_ns):
     """Sets up the user's namespace as IPython does, with get_ipython() and help()."""
     global _shell
-    _shell = SandpitShell(user_ns)
+    _shell = ZMQInteractiveShell(user_ns)
     ins = user_ns.setdefault("In", [""])
     out = user_ns.setdefault("Out", {})
     user_ns.setdefault("_ih", ins)
