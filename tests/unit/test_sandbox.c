@@ -1041,7 +1041,8 @@ static void body_seccomp_sockets(const struct env *e)
         EXPECT_ERRNO(socket(families[i], SOCK_DGRAM, 0), EPERM);
     }
     int sv[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0); /* a pair reaches nothing outside */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ==
+          0); /* a pair reaches nothing outside */
     EXPECT_ERRNO(socketpair(AF_INET, SOCK_STREAM, 0, sv), EPERM);
     EXPECT_ERRNO(connect_port(e->port), EPERM);
 }
