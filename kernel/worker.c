@@ -182,6 +182,10 @@ static void set_environment(const struct options *o)
     if (o->sandbox)
         scrub_environment(o->pass_env);
     setenv("TMPDIR", o->tmpdir, 1);
+    /* What sandpit/guard.py explains when it refuses something. */
+    setenv("SANDPIT_SANDBOX", o->sandbox ? "on" : "off", 1);
+    setenv("SANDPIT_NETWORK", o->network ? "on" : "off", 1);
+    setenv("SANDPIT_WORKSPACE", o->workspace, 1);
     /* Options for the inline charts, read by sandpit/figures.py. */
     if (o->figure_format)
         setenv("SANDPIT_FIGURE_FORMAT", o->figure_format, 1);

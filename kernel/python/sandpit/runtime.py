@@ -497,6 +497,10 @@ def _own_frame(filename):
 
 def error_content(exc):
     """ename, evalue and an IPython-style traceback (a list of strings)."""
+    if "sandpit.guard" in sys.modules:
+        note = sys.modules["sandpit.guard"].explain(exc)
+        if note and note not in getattr(exc, "__notes__", ()):
+            exc.add_note(note)
     ename = type(exc).__name__
     try:
         evalue = str(exc)
@@ -646,7 +650,7 @@ HANDLERS = {
 
 # Modules of this package with an install(user_ns) that sets up the user's
 # world before the first cell (display(), get_ipython(), ...), in this order.
-INSTALLERS = ["display", "comms", "shell"]
+INSTALLERS = ["display", "comms", "shell", "guard"]
 
 
 def _inherit_output_parent():
