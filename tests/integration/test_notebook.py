@@ -66,4 +66,13 @@ def test_tour_notebook_executes_with_table_chart_and_html(jupyter_dir, tmp_path)
     html = [o.data["text/html"] for o in flat
             if o.output_type == "display_data" and "text/html" in o.data]
     assert any("Best crop: <b>tomatoes_kg</b>" in h for h in html)
-    assert cells[-1][0].data["text/markdown"] == "Weighed: **51.3 kg** in all."
+    updated = [o for o in flat if o.output_type == "display_data"
+               and "text/markdown" in o.data and "Weighed" in o.data["text/markdown"]]
+    assert updated[0].data["text/markdown"] == "Weighed: **51.3 kg** in all."
+
+    # A refusal by the sandbox, with words that say what and why, and the
+    # kernel carrying on with its variables.
+    texts = [o.text for o in flat if o.output_type == "stream"]
+    assert any(t.startswith("Refused: starting programs is disabled in this kernel's sandbox")
+               for t in texts)
+    assert "Still here after the refusal: visit number 1\n" in texts
