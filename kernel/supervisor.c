@@ -22,6 +22,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pwd.h>
@@ -481,6 +482,119 @@ static int make_tmpdir(struct kernel *k)
     return k->tmpdir ? 0 : -ENOMEM;
 }
 
+/* --- matplotlib's font cache -------------------------------------------------------
+ * A worker's matplotlib writes its font list into the private temporary folder,
+ * which goes with the kernel; building it again costs a third of a second at
+ * every first chart. The supervisor keeps the file in the user's cache folder
+ * (~/.cache/sandpit/matplotlib): copied in when the folder is made, copied back
+ * (if there is none yet) when the kernel ends. It is written by sandboxed code,
+ * so only a modest regular file named like matplotlib's is taken, and a stale
+ * or damaged one costs nothing: matplotlib checks its version and rebuilds. */
+
+#define FONT_CACHE_MAX (4u << 20)
+
+static int font_cache_dir(char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (xdg && *xdg == '/')
+        n = snprintf(buf, len, "%s/sandpit/matplotlib", xdg);
+    else if (home && *home == '/')
+        n = snprintf(buf, len, "%s/.cache/sandpit/matplotlib", home);
+    else
+        return -ENOENT;
+    return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+static bool font_cache_name(const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(name, "fontlist-", 9) == 0 && n > 14 && n < 64 &&
+           strcmp(name + n - 5, ".json") == 0 && !strchr(name, '/');
+}
+
+/* Copies a regular file of at most FONT_CACHE_MAX bytes, through a temporary
+ * name and a rename, so a reader never sees half a file. */
+static void copy_small_file(const char *from, const char *dir, const char *name)
+{
+    char to[PATH_MAX], tmp[PATH_MAX];
+    if (snprintf(to, sizeof to, "%s/%s", dir, name) >= (int)sizeof to ||
+        snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, name, (int)getpid()) >=
+            (int)sizeof tmp)
+        return;
+    int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+        st.st_size > FONT_CACHE_MAX || !(buf = malloc((size_t)st.st_size)) ||
+        read(in, buf, (size_t)st.st_size) != st.st_size) {
+        free(buf);
+        close(in);
+        return;
+    }
+    close(in);
+    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out >= 0) {
+        bool ok = write(out, buf, (size_t)st.st_size) == st.st_size;
+        ok &= close(out) == 0;
+        if (!ok || rename(tmp, to) != 0)
+            unlink(tmp);
+    }
+    free(buf);
+}
+
+static void copy_font_cache(const char *from_dir, const char *to_dir, bool only_new)
+{
+    DIR *d = opendir(from_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!font_cache_name(e->d_name))
+            continue;
+        char from[PATH_MAX], existing[PATH_MAX];
+        if (snprintf(from, sizeof from, "%s/%s", from_dir, e->d_name) >=
+                (int)sizeof from ||
+            snprintf(existing, sizeof existing, "%s/%s", to_dir, e->d_name) >=
+                (int)sizeof existing)
+            continue;
+        if (only_new && access(existing, F_OK) == 0)
+            continue;
+        copy_small_file(from, to_dir, e->d_name);
+    }
+    closedir(d);
+}
+
+static void font_cache_in(struct kernel *k)
+{
+    char cache[PATH_MAX], mine[PATH_MAX];
+    if (font_cache_dir(cache, sizeof cache) != 0 ||
+        snprintf(mine, sizeof mine, "%s/matplotlib", k->tmpdir) >= (int)sizeof mine ||
+        mkdir(mine, 0700) != 0)
+        return;
+    copy_font_cache(cache, mine, false);
+}
+
+static void font_cache_out(struct kernel *k)
+{
+    char cache[PATH_MAX], mine[PATH_MAX];
+    if (font_cache_dir(cache, sizeof cache) != 0 ||
+        snprintf(mine, sizeof mine, "%s/matplotlib", k->tmpdir) >= (int)sizeof mine)
+        return;
+    /* mkdir -p of the cache folder, owner only */
+    for (char *p = cache + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        mkdir(cache, 0700);
+        *p = '/';
+    }
+    mkdir(cache, 0700);
+    copy_font_cache(mine, cache, true);
+}
+
 /* Removes the tree we made, without following symbolic links out of it. */
 static void remove_tree(const char *path)
 {
@@ -552,6 +666,7 @@ static int kernel_init(struct kernel *k, struct options *opts)
         log_error("cannot make a private temporary folder: %s", strerror(-rc));
         return rc;
     }
+    font_cache_in(k);
     free(opts->tmpdir);
     opts->tmpdir = strdup(k->tmpdir);
     char conn_real[PATH_MAX];
@@ -594,8 +709,10 @@ static void kernel_release(struct kernel *k)
     connection_release(&k->conn);
     if (k->sigfd >= 0)
         close(k->sigfd);
-    if (k->tmpdir)
+    if (k->tmpdir) {
+        font_cache_out(k);
         remove_tree(k->tmpdir);
+    }
     free(k->tmpdir);
 }
 
