@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "kernel/child.h"
 #include "kernel/history.h"
@@ -75,6 +76,8 @@ struct kernel {
 
     int execution_count;
     struct history history;
+    pid_t parent_pid;  /* the process that started the kernel */
+    bool watch_parent; /* end when it goes (JPY_PARENT_PID is set) */
     bool running;
     int exit_status;
 };

@@ -396,10 +396,22 @@ static int poll_timeout_ms(struct kernel *k)
     if (k->child.state == CHILD_STARTING &&
         (!next || k->child.started_at + START_TIMEOUT_S < next))
         next = k->child.started_at + START_TIMEOUT_S;
+    double cap = k->watch_parent ? 1000 : 60000; /* see check_parent */
     if (!next)
-        return -1;
+        return k->watch_parent ? (int)cap : -1;
     double ms = (next - now) * 1000 + 1;
-    return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
+    return ms < 0 ? 0 : ms > cap ? (int)cap : (int)ms;
+}
+
+/* A kernel started by a Jupyter client (which sets JPY_PARENT_PID) ends when
+ * that client dies without shutting it down, as ipykernel does: otherwise a
+ * killed notebook server or console leaves kernels running for ever. */
+static void check_parent(struct kernel *k)
+{
+    if (k->watch_parent && getppid() != k->parent_pid) {
+        log_warn("the client that started this kernel has gone; shutting down");
+        k->running = false;
+    }
 }
 
 /* --- the loop ------------------------------------------------------------------- */
@@ -627,6 +639,9 @@ static int kernel_init(struct kernel *k, struct options *opts)
     child_init(&k->child);
     history_init(&k->history, 0);
     dispatch_init(k);
+    const char *jpy = getenv("JPY_PARENT_PID");
+    k->parent_pid = getppid();
+    k->watch_parent = jpy && atoi(jpy) > 1 && k->parent_pid > 1;
     snprintf(k->python_version, sizeof k->python_version, "%s", SANDPIT_PY_VERSION);
 
     char err[512];
@@ -772,6 +787,7 @@ int supervisor_run(struct options *opts)
                 log_warn("cannot write to the worker: %s", strerror(-wrc));
         }
         check_timers(&k);
+        check_parent(&k);
         dispatch_pump(&k);
     }
     int status = k.exit_status;

@@ -236,3 +236,35 @@ def test_sigterm_exits(jupyter_dir, tmp_path):
     assert proc.wait(10) == 0
     k.kc.stop_channels()
     k.km.cleanup_resources()
+
+
+def test_kernel_ends_when_its_client_dies(jupyter_dir, tmp_path):
+    """A client killed without shutting its kernel down (a crashed notebook
+    server, a console in a closed terminal) must not leave the kernel running."""
+    import subprocess
+    import sys
+    script = ("import sys, time\n"
+              "from jupyter_client.manager import KernelManager\n"
+              "km = KernelManager(kernel_name='sandpit')\n"
+              "km.start_kernel(cwd=sys.argv[1])\n"
+              "kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=30)\n"
+              "print(km.provisioner.process.pid, flush=True)\n"
+              "time.sleep(60)\n")
+    client = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        kernel_pid = int(client.stdout.readline())
+        os.kill(kernel_pid, 0)  # running
+        client.kill()
+        client.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(kernel_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        with pytest.raises(ProcessLookupError):
+            os.kill(kernel_pid, 0)
+    finally:
+        client.kill()
