@@ -15,7 +15,7 @@ import os
 import pytest
 from PIL import Image as PILImage
 
-from conftest import start, stdout_of, stop
+from sandpit_testing import start, stdout_of, stop
 
 SVG_TEXT = '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="6"></svg>'
 

@@ -5,7 +5,7 @@ Each test talks to the real kernel through jupyter_client."""
 
 import time
 
-from conftest import stdout_of
+from sandpit_testing import stdout_of
 
 
 def test_message_order_and_parents(kernel):

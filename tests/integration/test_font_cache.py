@@ -5,7 +5,7 @@ chart of a session does not rebuild it."""
 import glob
 import os
 
-from conftest import start, stop
+from sandpit_testing import start, stop
 
 
 def test_font_list_is_kept_for_the_next_kernel(jupyter_dir, tmp_path):

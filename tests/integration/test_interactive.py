@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import stdout_of
+from sandpit_testing import stdout_of
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -11,7 +11,7 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from conftest import install_spec, start, stop, stdout_of
+from sandpit_testing import install_spec, start, stop, stdout_of
 
 
 def wait_busy(k, msg_id, timeout=10):

@@ -4,7 +4,7 @@ thread that a cell started writes to that cell, even after it ended."""
 
 import time
 
-from conftest import stdout_of
+from sandpit_testing import stdout_of
 
 
 def control(k, msg_type, content=None):

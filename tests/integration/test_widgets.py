@@ -82,3 +82,25 @@ def test_get_ipython_is_the_kernels_shell(kernel):
     assert kernel.value("__import__('IPython').get_ipython() is get_ipython()") == "True"
     assert kernel.value("type(get_ipython()).__name__") == "'ZMQInteractiveShell'"
     assert kernel.value("hasattr(get_ipython().kernel, 'comm_manager')") == "True"
+
+
+def test_widget_front_end_connecting_first_is_answered(fresh_kernel):
+    """The front end asks for jupyter.widget.version when it connects, before
+    any cell imports ipywidgets: the kernel answers with the version rather
+    than closing the comm."""
+    import uuid
+    k = fresh_kernel
+    assert k.value("'ipywidgets' in __import__('sys').modules") == "False"
+    s = raw_shell(k)
+    comm_id = uuid.uuid4().hex
+    k.kc.session.send(s, "comm_open", {"comm_id": comm_id,
+                                       "target_name": "jupyter.widget.version", "data": {}})
+    deadline = time.monotonic() + 20
+    answer = None
+    while answer is None and time.monotonic() < deadline:
+        m = k.kc.get_iopub_msg(timeout=20)
+        if m["msg_type"] in ("comm_msg", "comm_close") and m["content"]["comm_id"] == comm_id:
+            answer = m
+    assert answer["msg_type"] == "comm_msg"
+    assert "version" in answer["content"]["data"]
+    s.close()

@@ -67,6 +67,8 @@ class CommManager(_BaseManager):
         comm = Comm(comm_id=comm_id, primary=False, target_name=target_name)
         self.register_comm(comm)
         f = self.targets.get(target_name)
+        if f is None and str(target_name).startswith("jupyter.widget"):
+            f = self._widget_target(target_name)
         if f is not None:
             try:
                 f(comm, msg)
@@ -76,6 +78,22 @@ class CommManager(_BaseManager):
         else:
             _kernel.log("warning", "no comm target %r: closing the comm" % (target_name,))
         comm.close()
+
+    def _widget_target(self, target_name):
+        """A widget front end asks for its targets (jupyter.widget.version) as
+        soon as it connects, before any cell has imported ipywidgets, which
+        registers them: ipykernel answers with comm_close and the first widget
+        warns that its JavaScript was not detected. sandpit imports ipywidgets
+        then, if it is installed, and lets it answer."""
+        import importlib.util
+        if importlib.util.find_spec("ipywidgets") is None:
+            return None
+        try:
+            import ipywidgets  # noqa: F401 -- its import registers the targets
+        except Exception:
+            _report("ipywidgets could not be imported for a widget front end")
+            return None
+        return self.targets.get(target_name)
 
     def comm_msg(self, stream, ident, msg):
         comm = self.get_comm(msg["content"].get("comm_id"))

@@ -1,0 +1,130 @@
+"""What the integration tests share: the binary under test, kernels started
+the way users start them (jupyter_client's KernelManager, from an installed
+kernelspec), and helpers that collect a request's messages.
+
+It is a module of its own, not conftest.py, so that a test folder with a
+conftest.py of its own cannot hide it.
+"""
+
+import os
+import queue
+import subprocess
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SANDPIT = os.environ.get("SANDPIT_BIN") or os.path.join(ROOT, "build", "sandpit")
+TIMEOUT = 30
+
+
+def install_spec(jupyter_dir, *args, name=None):
+    """Installs another kernelspec (with kernel options in args); returns its name."""
+    name = name or "sandpit-test-" + uuid.uuid4().hex[:8]
+    subprocess.run([SANDPIT, "install", "--prefix", str(jupyter_dir), "--name", name, *args],
+                   check=True, stdout=subprocess.DEVNULL)
+    return name
+
+
+class Kernel:
+    """A running kernel and a client, with helpers that collect a request's messages."""
+
+    def __init__(self, km, kc):
+        self.km, self.kc = km, kc
+        self._held = []  # iopub messages read while waiting for another request's
+
+    def next_iopub(self, msg_id, timeout=TIMEOUT):
+        """The next iopub message parented to msg_id; others are kept for later."""
+        for i, m in enumerate(self._held):
+            if m["parent_header"].get("msg_id") == msg_id:
+                return self._held.pop(i)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if m["parent_header"].get("msg_id") == msg_id:
+                return m
+            if len(self._held) < 10000:
+                self._held.append(m)
+
+    def execute(self, code, timeout=TIMEOUT, **kwargs):
+        """Runs code; returns (reply, outputs): outputs are the iopub messages of
+        the request between busy and idle, without status and execute_input."""
+        msg_id = self.kc.execute(code, **kwargs)
+        reply = self.shell_reply(msg_id, timeout)
+        return reply, self.iopub_until_idle(msg_id, timeout)
+
+    def shell_reply(self, msg_id, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def iopub_until_idle(self, msg_id, timeout=TIMEOUT, keep_status=False):
+        deadline = time.monotonic() + timeout
+        out = []
+        while True:
+            msg = self.next_iopub(msg_id, max(0.1, deadline - time.monotonic()))
+            if msg["msg_type"] == "status":
+                if keep_status:
+                    out.append(msg)
+                if msg["content"]["execution_state"] == "idle":
+                    return out
+                continue
+            if msg["msg_type"] == "execute_input":
+                if keep_status:
+                    out.append(msg)
+                continue
+            out.append(msg)
+
+    def run(self, code, **kwargs):
+        """Runs code that must succeed; returns its stdout text."""
+        reply, outputs = self.execute(code, **kwargs)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return stdout_of(outputs)
+
+    def value(self, expr):
+        """The text/plain repr of an expression, via user_expressions."""
+        reply, _ = self.execute("", user_expressions={"v": expr})
+        result = reply["content"]["user_expressions"]["v"]
+        assert result["status"] == "ok", result
+        return result["data"]["text/plain"]
+
+    def request(self, method, *args, timeout=TIMEOUT, **kwargs):
+        """Sends a shell request through the client method (complete, inspect, ...)
+        and returns its reply."""
+        msg_id = getattr(self.kc, method)(*args, **kwargs)
+        return self.shell_reply(msg_id, timeout)
+
+    def drain_iopub(self, seconds=0.2):
+        self._held.clear()
+        while True:
+            try:
+                self.kc.get_iopub_msg(timeout=seconds)
+            except queue.Empty:
+                return
+
+
+def stdout_of(outputs, name="stdout"):
+    return "".join(m["content"]["text"] for m in outputs
+                   if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+def start(kernel_name, cwd=None, **kwargs):
+    from jupyter_client.manager import KernelManager
+    km = KernelManager(kernel_name=kernel_name)
+    km.start_kernel(cwd=cwd, **kwargs)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+    except RuntimeError:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        raise
+    return Kernel(km, kc)
+
+
+def stop(k):
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=False)
