@@ -268,3 +268,48 @@ def test_kernel_ends_when_its_client_dies(jupyter_dir, tmp_path):
             os.kill(kernel_pid, 0)
     finally:
         client.kill()
+
+
+def test_taken_port_is_named(tmp_path):
+    """A port the client picked may be taken by the time the kernel binds it:
+    the kernel says which, and exits."""
+    import json
+    import socket
+    import subprocess
+    from sandpit_testing import SANDPIT
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    free = []
+    for _ in range(4):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        free.append(s)
+    ports = [s.getsockname()[1] for s in free]
+    for s in free:
+        s.close()
+    conn = {"shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2],
+            "control_port": port, "hb_port": ports[3], "ip": "127.0.0.1", "key": "k",
+            "transport": "tcp", "signature_scheme": "hmac-sha256"}
+    path = tmp_path / "kernel.json"
+    path.write_text(json.dumps(conn))
+    proc = subprocess.run([SANDPIT, "kernel", "-f", str(path)], capture_output=True,
+                          text=True, timeout=30, cwd=str(tmp_path))
+    taken.close()
+    assert proc.returncode != 0
+    assert "control port %d" % port in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bad_connection_file_is_explained(tmp_path):
+    import subprocess
+    from sandpit_testing import SANDPIT
+    path = tmp_path / "kernel.json"
+    path.write_text('{"shell_port": 1}')
+    proc = subprocess.run([SANDPIT, "kernel", "-f", str(path)], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode != 0 and "connection file has no" in proc.stderr
+    proc = subprocess.run([SANDPIT, "kernel", "-f", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0 and "missing.json" in proc.stderr
