@@ -1,0 +1,272 @@
+"""The kernel's limits (issue #4): time, memory, output and file size.
+
+Each limit gets a kernel started with it (one per module fixture, shared by the
+cases that leave it usable). A cell that hits a limit must end with the error the
+issue names, and the kernel must answer afterwards: with its globals when the
+worker answered the interrupt, with a new worker and an error that says the state
+was lost when it had to be restarted.
+"""
+
+import re
+import time
+
+import pytest
+
+from sandbox_helpers import (assert_intact, assert_lost, boot,
+                             execute_with_metadata, expect_error, plant, stdout_of, stop)
+
+BUSY = "while True:\n    pass"
+
+
+def timed_error(k, code, ename, timeout=30, metadata=None):
+    """Runs a cell that must fail with ename; returns (evalue, seconds it took)."""
+    t0 = time.monotonic()
+    if metadata is None:
+        evalue, _ = expect_error(k, code, ename, timeout)
+    else:
+        reply, outputs = execute_with_metadata(k, code, metadata, timeout)
+        c = reply["content"]
+        assert c["status"] == "error" and c["ename"] == ename, c
+        evalue = c["evalue"]
+    return evalue, time.monotonic() - t0
+
+
+# --- time ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def timed(jupyter_dir, tmp_path_factory):
+    k = boot(jupyter_dir, "--timeout", "2", cwd=tmp_path_factory.mktemp("timed"))
+    yield k
+    stop(k)
+
+
+def test_time_limit_ends_a_busy_loop_and_keeps_globals(timed):
+    token = plant(timed)
+    evalue, took = timed_error(timed, BUSY, "TimeoutError")
+    assert evalue == "cell exceeded its time limit of 2 s"
+    assert 1.9 <= took < 6, took
+    assert_intact(timed, token)
+    # and the next cell has its own two seconds
+    assert timed.run("import time\ntime.sleep(1.2)\nprint('in time')") == "in time\n"
+
+
+def test_time_limit_ends_a_sleep(timed):
+    token = plant(timed)
+    evalue, took = timed_error(timed, "import time\ntime.sleep(60)", "TimeoutError")
+    assert evalue == "cell exceeded its time limit of 2 s"
+    assert took < 6
+    assert_intact(timed, token)
+
+
+@pytest.mark.parametrize("code", [
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + BUSY,
+    # one call into compiled code that never checks for signals
+    "sum(range(10**15))",
+], ids=["ignores-SIGINT", "long-C-call"])
+def test_time_limit_restarts_a_cell_that_does_not_stop(timed, code):
+    """After the interrupt, the cell has INTERRUPT_GRACE_S (5 s) to stop; then its
+    worker is replaced and the error says that the state was lost."""
+    plant(timed)
+    evalue, took = timed_error(timed, code, "TimeoutError")
+    assert "time limit of 2 s" in evalue and "did not stop" in evalue, evalue
+    assert "restarted" in evalue and "lost" in evalue, evalue
+    assert 6.5 <= took < 15, took
+    assert_lost(timed)
+    # the new worker has the limit too
+    evalue, took = timed_error(timed, BUSY, "TimeoutError")
+    assert evalue == "cell exceeded its time limit of 2 s" and took < 6
+
+
+def test_request_metadata_tightens_the_limit(timed):
+    token = plant(timed)
+    evalue, took = timed_error(timed, BUSY, "TimeoutError",
+                               metadata={"sandpit": {"timeout": 1}})
+    assert evalue == "cell exceeded its time limit of 1 s"
+    assert 0.9 <= took < 3, took
+    assert_intact(timed, token)
+
+
+@pytest.mark.parametrize("asked", [10, 0, -1, "none"])
+def test_request_metadata_never_loosens_the_limit(timed, asked):
+    token = plant(timed)
+    evalue, took = timed_error(timed, BUSY, "TimeoutError",
+                               metadata={"sandpit": {"timeout": asked}})
+    assert evalue == "cell exceeded its time limit of 2 s"
+    assert 1.9 <= took < 6, took
+    assert_intact(timed, token)
+
+
+def test_request_metadata_limits_a_kernel_without_one(jupyter_dir, tmp_path):
+    k = boot(jupyter_dir, cwd=tmp_path)
+    try:
+        assert k.request("kernel_info")["content"]["sandpit"]["timeout"] == 0
+        token = plant(k)
+        evalue, took = timed_error(k, BUSY, "TimeoutError",
+                                   metadata={"sandpit": {"timeout": 1}})
+        assert evalue == "cell exceeded its time limit of 1 s"
+        assert 0.9 <= took < 3, took
+        assert_intact(k, token)
+        # the request's limit was for that request only
+        reply, _ = execute_with_metadata(k, "import time\ntime.sleep(1.5)\nok = 1", {})
+        assert reply["content"]["status"] == "ok"
+    finally:
+        stop(k)
+
+
+# --- memory ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mem(jupyter_dir, tmp_path_factory):
+    k = boot(jupyter_dir, "--memory", "1024", cwd=tmp_path_factory.mktemp("mem"))
+    yield k
+    stop(k)
+
+
+def assert_can_allocate(k, mib=256):
+    assert k.run("b = bytearray(%d << 20)\nprint(len(b) >> 20)\ndel b" % mib) == \
+        "%d\n" % mib
+
+
+def test_allocating_50_gb(mem):
+    token = plant(mem)
+    expect_error(mem, "b = bytearray(50 << 30)", "MemoryError")
+    assert_intact(mem, token)
+    assert_can_allocate(mem)
+
+
+def test_allocating_50_gb_with_numpy(mem):
+    token = plant(mem)
+    evalue, _ = expect_error(mem, "import numpy as np\na = np.ones(50 << 27)",
+                             "MemoryError")
+    assert evalue.startswith("Unable to allocate 50.0 GiB"), evalue
+    assert_intact(mem, token)
+
+
+def test_a_growing_list(jupyter_dir, tmp_path):
+    """The list lives in a function's frame: once the MemoryError has ended the
+    cell, the next cell must have the memory back (it is the next thing a user
+    does; see the report for why it does not)."""
+    k = boot(jupyter_dir, "--memory", "1024", cwd=tmp_path)
+    try:
+        token = plant(k)
+        expect_error(k, "def grow():\n    chunks = []\n    while True:\n"
+                        "        chunks.append(bytearray(8 << 20))\ngrow()", "MemoryError")
+        assert_can_allocate(k)
+        assert_intact(k, token)
+    finally:
+        stop(k)
+
+
+def test_a_growing_global_list(jupyter_dir, tmp_path):
+    """Memory a global still holds stays taken; freeing it makes room again."""
+    k = boot(jupyter_dir, "--memory", "1024", cwd=tmp_path)
+    try:
+        token = plant(k)
+        expect_error(k, "hog = []\nwhile True:\n    hog.append(bytearray(8 << 20))",
+                     "MemoryError")
+        assert_intact(k, token)
+        assert int(k.value("len(hog)")) > 64  # it did get most of the 1024 MiB
+        k.run("del hog")
+        assert_can_allocate(k)
+        # threads need memory for their stacks: they start again too
+        assert k.run("import threading\nout = []\n"
+                     "ts = [threading.Thread(target=out.append, args=(i,)) for i in range(8)]\n"
+                     "[t.start() for t in ts]\n[t.join() for t in ts]\n"
+                     "print(sorted(out))") == "%s\n" % list(range(8))
+    finally:
+        stop(k)
+
+
+# --- output -----------------------------------------------------------------------------------
+
+NOTICE = ("\n[sandpit: output limit of %d bytes reached; %d more bytes of output were "
+          "dropped]\n")
+
+
+@pytest.fixture(scope="module")
+def capped(jupyter_dir, tmp_path_factory):
+    k = boot(jupyter_dir, "--max-output", "10000", cwd=tmp_path_factory.mktemp("capped"))
+    yield k
+    stop(k)
+
+
+def test_output_stops_at_the_cap_and_the_cell_runs_to_its_end(capped):
+    token = plant(capped)
+    reply, outputs = capped.execute("for i in range(3000):\n    print('y' * 999)\n"
+                                    "finished = True\nprint('the end')")
+    assert reply["content"]["status"] == "ok"
+    out = stdout_of(outputs)
+    assert len(out) == 10000 and set(out) == {"y", "\n"}
+    dropped = 3000 * 1000 + len("the end\n") - 10000
+    assert stdout_of(outputs, "stderr") == NOTICE % (10000, dropped)
+    assert capped.value("finished") == "True"
+    assert_intact(capped, token)
+    # the next cell has its own allowance
+    reply, outputs = capped.execute("print('z' * 5000)")
+    assert stdout_of(outputs) == "z" * 5000 + "\n"
+    assert stdout_of(outputs, "stderr") == ""
+
+
+def test_output_cap_counts_stderr_and_displays(capped):
+    token = plant(capped)
+    reply, outputs = capped.execute(
+        "import sys\nsys.stderr.write('e' * 6000)\nsys.stderr.flush()\n"
+        "display({'text/plain': 'd' * 20000}, raw=True)\nprint('p' * 100)")
+    assert reply["content"]["status"] == "ok"
+    assert not [m for m in outputs if m["msg_type"] == "display_data"]
+    stderr = stdout_of(outputs, "stderr")
+    assert stderr.startswith("e" * 6000)
+    notices = re.findall(r"\[sandpit: output limit of 10000 bytes reached; (\d+) more "
+                         r"bytes of output were dropped\]", stderr)
+    assert len(notices) == 1 and int(notices[0]) >= 20000
+    assert_intact(capped, token)
+
+
+def test_print_of_1_gb(jupyter_dir, tmp_path):
+    """With the agent profile's output cap and memory limit: what goes past the cap
+    must not need memory, and the notice must say how much was dropped."""
+    k = boot(jupyter_dir, "--max-output", "10000", "--memory", "2048", cwd=tmp_path)
+    try:
+        token = plant(k)
+        reply, outputs = k.execute("s = 'x' * (1 << 30)\nprint(s)\ndel s\nfinished = True",
+                                   timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert stdout_of(outputs) == "x" * 10000
+        assert stdout_of(outputs, "stderr") == NOTICE % (10000, (1 << 30) + 1 - 10000)
+        assert k.value("finished") == "True"
+        assert_intact(k, token)
+    finally:
+        stop(k)
+
+
+# --- file size -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sized(jupyter_dir, tmp_path_factory):
+    ws = tmp_path_factory.mktemp("sized")
+    k = boot(jupyter_dir, "--max-file", "10", cwd=ws)
+    yield k, ws
+    stop(k)
+
+
+def test_writing_a_10_gb_file(sized):
+    k, ws = sized
+    token = plant(k)
+    evalue, _ = expect_error(k, "with open('sparse.bin', 'wb') as f:\n"
+                                "    f.seek(10 << 30)\n    f.write(b'x')", "OSError")
+    assert evalue == "[Errno 27] File too large"
+    assert (ws / "sparse.bin").stat().st_size == 0
+    evalue, _ = expect_error(k, "chunk = bytes(1 << 20)\n"
+                                "with open('big.bin', 'wb') as f:\n"
+                                "    for i in range(10 << 10):  # 10 GiB\n"
+                                "        f.write(chunk)", "OSError")
+    assert evalue == "[Errno 27] File too large"
+    assert (ws / "big.bin").stat().st_size == 10 << 20  # filled up to the limit
+    assert_intact(k, token)
+    # below the limit, files are written as usual
+    k.run("with open('small.bin', 'wb') as f:\n    f.write(bytes(5 << 20))")
+    assert (ws / "small.bin").stat().st_size == 5 << 20
+
