@@ -33,22 +33,121 @@ void child_init(struct child *c)
 {
     memset(c, 0, sizeof *c);
     c->fd = -1;
+    c->log_fd = -1;
     link_reader_init(&c->reader);
+}
+
+/* Names, and prefixes ending in '*', of variables a sandboxed cell may see. */
+static const char *const env_allowed[] = {
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES",
+    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONIOENCODING", "PYTHONUTF8",
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_MAX_THREADS",
+    "LC_*", "JPY_PARENT_PID", "JPY_SESSION_NAME", "SANDPIT_*", NULL,
+};
+
+static bool env_kept(const char *entry, const char *extra)
+{
+    size_t n = strcspn(entry, "=");
+    for (const char *const *a = env_allowed; *a; a++) {
+        size_t len = strlen(*a);
+        if ((*a)[len - 1] == '*' ? strncmp(entry, *a, len - 1) == 0
+                                 : len == n && strncmp(entry, *a, n) == 0)
+            return true;
+    }
+    for (const char *p = extra; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(entry, p, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+char **child_environment(bool sandbox, const char *pass_env)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **envp = calloc(n + 1, sizeof *envp);
+    if (!envp)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sandbox && !env_kept(environ[i], pass_env))
+            continue;
+        if (!(envp[k] = strdup(environ[i]))) {
+            child_free_environment(envp);
+            return NULL;
+        }
+        k++;
+    }
+    return envp;
+}
+
+void child_free_environment(char **envp)
+{
+    for (size_t i = 0; envp && envp[i]; i++)
+        free(envp[i]);
+    free(envp);
+}
+
+void child_read_log(struct child *c)
+{
+    for (;;) {
+        ssize_t n = read(c->log_fd, c->log_buf + c->log_len, sizeof c->log_buf - c->log_len);
+        if (n <= 0) {
+            if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                close(c->log_fd);
+                c->log_fd = -1;
+            }
+            return;
+        }
+        c->log_len += (size_t)n;
+        /* Whole lines, or a full buffer, go to the log. */
+        for (;;) {
+            char *nl = memchr(c->log_buf, '\n', c->log_len);
+            size_t len = nl ? (size_t)(nl - c->log_buf) : c->log_len;
+            if (!nl && c->log_len < sizeof c->log_buf)
+                break;
+            char line[sizeof c->log_buf + 1];
+            size_t k = 0;
+            for (size_t i = 0; i < len; i++) {
+                unsigned char ch = (unsigned char)c->log_buf[i];
+                line[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+            }
+            line[k] = 0;
+            /* The mark says these lines came from the worker, whose fd 2 the
+             * user's code can write to as well. */
+            log_plain("worker| %s\n", line);
+            size_t used = nl ? len + 1 : len;
+            memmove(c->log_buf, c->log_buf + used, c->log_len - used);
+            c->log_len -= used;
+        }
+    }
 }
 
 void child_release(struct child *c)
 {
     child_stop(c);
+    if (c->log_fd >= 0)
+        close(c->log_fd);
     link_reader_release(&c->reader);
     free(c->out);
     child_init(c);
 }
 
-int child_start(struct child *c, char *const argv[])
+int child_start(struct child *c, char *const argv[], char *const envp[])
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    int sv[2], logp[2];
+    if (pipe2(logp, O_CLOEXEC) < 0)
         return -errno;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        int e = errno;
+        close(logp[0]);
+        close(logp[1]);
+        return -e;
+    }
     /* Big socket buffers: a chart of a few hundred kilobytes then passes in one
      * write, and the worker rarely waits for the supervisor. */
     int size = 4 << 20;
@@ -59,6 +158,8 @@ int child_start(struct child *c, char *const argv[])
         int e = errno;
         close(sv[0]);
         close(sv[1]);
+        close(logp[0]);
+        close(logp[1]);
         return -e;
     }
     pid_t parent = getpid();
@@ -68,6 +169,8 @@ int child_start(struct child *c, char *const argv[])
         close(sv[0]);
         close(sv[1]);
         close(devnull);
+        close(logp[0]);
+        close(logp[1]);
         return -e;
     }
     if (pid == 0) {
@@ -80,14 +183,21 @@ int child_start(struct child *c, char *const argv[])
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
-        if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
+        if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+            dup2(logp[1], 2) < 0)
             _exit(127);
         syscall(SYS_close_range, 4U, ~0U, 0U);
-        execv("/proc/self/exe", argv);
+        execve("/proc/self/exe", argv, envp);
         _exit(127);
     }
     close(sv[1]);
     close(devnull);
+    close(logp[1]);
+    if (c->log_fd >= 0)
+        close(c->log_fd);
+    c->log_fd = logp[0];
+    c->log_len = 0;
+    fcntl(c->log_fd, F_SETFL, fcntl(c->log_fd, F_GETFL) | O_NONBLOCK);
     fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
     c->pid = pid;
     c->fd = sv[0];

@@ -27,15 +27,31 @@ struct child {
     size_t out_len, out_cap;
     double started_at; /* monotonic seconds */
     bool link_closed;  /* the link closed before the process ended */
+    int log_fd;        /* the read end of the worker's fd 2; -1 when none */
+    char log_buf[1024];
+    size_t log_len;
 };
 
 void child_init(struct child *c);
 void child_release(struct child *c);
 
-/* Starts a worker: argv[0] is ignored and replaced by this binary. The worker
- * gets the link as fd 3, /dev/null as stdin and stdout, the log (stderr) as
- * fd 2, and nothing else. 0 or -errno. */
-int child_start(struct child *c, char *const argv[]);
+/* Starts a worker: argv[0] is ignored and replaced by this binary; envp is
+ * its whole environment. The worker gets the link as fd 3, /dev/null as stdin
+ * and stdout, a pipe for its log as fd 2 (read with child_read_log), and
+ * nothing else. 0 or -errno. */
+int child_start(struct child *c, char *const argv[], char *const envp[]);
+
+/* The environment a worker gets (a new NULL-terminated array of new strings;
+ * free with child_free_environment): with the sandbox on, only variables known
+ * to be harmless and those named in pass_env (comma-separated); a Jupyter
+ * server's environment can hold tokens and credentials. */
+char **child_environment(bool sandbox, const char *pass_env);
+void child_free_environment(char **envp);
+
+/* Reads the worker's log pipe and writes its lines to the kernel's log, marked
+ * as the worker's, with control characters removed (a cell can write there
+ * too). Call when the pipe is readable. */
+void child_read_log(struct child *c);
 
 /* Kills the worker (SIGKILL) and closes the link; the pid is left for the
  * SIGCHLD handler to reap. Safe on a child that is down. */

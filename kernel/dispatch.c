@@ -24,6 +24,7 @@
 
 #include "kernel/kernel.h"
 #include "kernel/log.h"
+#include "sandbox/sandbox.h"
 
 #define DISPATCH_INTERRUPT_GRACE_S                                                       \
     5.0 /* after an interrupt, how long a cell has to stop */
@@ -92,6 +93,22 @@ static void reply_error(struct kernel *k, const struct request *req, const char 
 
 /* --- handlers the supervisor answers ------------------------------------------ */
 
+/* Before the first worker is ready, the layers are named, none claimed. */
+static json_t *pending_layers(struct kernel *k)
+{
+    struct sandbox_report r;
+    memset(&r, 0, sizeof r);
+    sandbox_report_init(&r);
+    json_t *layers = json_array();
+    for (size_t i = 0; i < r.n; i++)
+        json_array_append_new(
+            layers,
+            json_pack("{s:s, s:s, s:s}", "name", r.layers[i].name, "state",
+                      sandbox_state_name(k->opts->sandbox ? SANDBOX_PENDING : SANDBOX_DISABLED),
+                      "detail", k->opts->sandbox ? "the worker is starting" : "--sandbox off"));
+    return layers;
+}
+
 static json_t *sandbox_summary(struct kernel *k)
 {
     json_t *s =
@@ -101,7 +118,8 @@ static json_t *sandbox_summary(struct kernel *k)
                   "max_output_bytes", (json_int_t)k->opts->max_output, "max_file_mib",
                   (json_int_t)k->opts->max_file_mib);
     if (s)
-        json_object_set(s, "layers", k->sandbox_report ? k->sandbox_report : json_null());
+        json_object_set_new(s, "layers", k->sandbox_report ? json_incref(k->sandbox_report)
+                                                           : pending_layers(k));
     return s;
 }
 
@@ -822,6 +840,12 @@ static void worker_iopub(struct kernel *k, json_t *obj, struct link_frame *f)
 
 static void worker_hello(struct kernel *k, json_t *obj)
 {
+    /* Only a starting worker says hello: once cells run, the link is in reach
+     * of the user's code, which must not rewrite the sandbox's report. */
+    if (k->child.state != CHILD_STARTING) {
+        log_warn("a hello from a worker that is already running: ignored");
+        return;
+    }
     const char *v = json_string_value(json_object_get(obj, "python_version"));
     if (v)
         snprintf(k->python_version, sizeof k->python_version, "%s", v);

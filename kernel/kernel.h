@@ -60,6 +60,7 @@ struct kernel {
     char *tmpdir;    /* the private temporary folder we made; removed at exit */
 
     struct child child;
+    char **worker_env;  /* the environment workers get (see child_environment) */
     int start_failures; /* consecutive workers that died before saying hello */
     double restart_at;  /* monotonic time of a delayed start; 0: none */
     char python_version[32];

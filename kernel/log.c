@@ -69,3 +69,18 @@ void log_msg(enum log_level level, const char *fmt, ...)
     (void)w;
     errno = saved;
 }
+
+void log_plain(const char *fmt, ...)
+{
+    int saved = errno;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        ssize_t w = write(log_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)w;
+    }
+    errno = saved;
+}

@@ -16,6 +16,10 @@ const char *log_level_name(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Writes a preformatted line to the log as it is (for lines relayed from the
+ * worker, which carry their own prefix). */
+void log_plain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)

@@ -146,6 +146,8 @@ static void send_locked(bool final)
         char *text;
         size_t text_len;
         size_t used = utf8_clean(p->data, p->len, final, &text, &text_len);
+        if (!text) /* out of memory: what cannot be sent is counted as dropped */
+            dropped_bytes += used;
         if (text && text_len) {
             size_t room = text_len;
             if (cap_bytes) {
@@ -196,18 +198,37 @@ static void append_locked(int w, const char *data, size_t len, const char *tag)
         send_locked(false);
     if (p->len == 0)
         snprintf(p->tag, sizeof p->tag, "%s", tag);
-    if (reserve(p, len) != 0)
-        return;
-    memcpy(p->data + p->len, data, len);
-    p->len += len;
-    if (!first_at) {
-        first_at = now_ms();
-        uint64_t one = 1;
-        ssize_t n = write(wake_fd, &one, sizeof one);
-        (void)n;
+    if (cap_bytes) {
+        /* Past the cap, output is counted, not kept: a print of a gigabyte must
+         * not need a gigabyte (a few bytes more than the room left complete a
+         * character cut at the cap). */
+        size_t held = sent_bytes + pend[0].len + pend[1].len;
+        size_t room = held >= cap_bytes ? 0 : cap_bytes - held;
+        if (len > room + 4) {
+            dropped_bytes += len - (room + 4);
+            len = room + 4;
+        }
     }
-    if (p->len >= SEND_AT)
-        send_locked(false);
+    while (len) {
+        /* In batches, so that one huge write is sent as it is copied. */
+        size_t chunk = len < SEND_AT ? len : SEND_AT;
+        if (reserve(p, chunk) != 0) {
+            dropped_bytes += len;
+            return;
+        }
+        memcpy(p->data + p->len, data, chunk);
+        p->len += chunk;
+        data += chunk;
+        len -= chunk;
+        if (!first_at) {
+            first_at = now_ms();
+            uint64_t one = 1;
+            ssize_t n = write(wake_fd, &one, sizeof one);
+            (void)n;
+        }
+        if (p->len >= SEND_AT)
+            send_locked(false);
+    }
 }
 
 void pump_write(int which, const char *data, size_t len, const char *tag)

@@ -269,7 +269,9 @@ static void start_worker(struct kernel *k)
         k->restart_at = kernel_now() + 1;
         return;
     }
-    int rc = child_start(&k->child, argv);
+    if (!k->worker_env)
+        k->worker_env = child_environment(k->opts->sandbox, k->opts->pass_env);
+    int rc = k->worker_env ? child_start(&k->child, argv, k->worker_env) : -ENOMEM;
     for (int i = 0; argv[i]; i++)
         free(argv[i]);
     free(argv);
@@ -717,6 +719,7 @@ static void kernel_release(struct kernel *k)
         usleep(1000);
     child_release(&k->child);
     dispatch_release(k);
+    child_free_environment(k->worker_env);
     json_decref(k->sandbox_report);
     history_release(&k->history);
     close_sockets(k);
@@ -743,7 +746,9 @@ int supervisor_run(struct options *opts)
              k.conn.transport, k.workspace);
     start_worker(&k);
 
-    enum { N_ITEMS = CONNECTION_NCHANNELS + 2 };
+    /* The items: the five sockets, the signalfd, the link to the worker, the
+     * worker's log (poll ignores a descriptor of -1). */
+    enum { SIG_ITEM = CONNECTION_NCHANNELS, LINK_ITEM, LOG_ITEM, N_ITEMS };
     /* Control first: an interrupt or a shutdown must not wait behind the shell. */
     static const enum connection_channel order[CONNECTION_NCHANNELS] = {
         CONNECTION_CONTROL, CONNECTION_HB, CONNECTION_STDIN, CONNECTION_IOPUB,
@@ -755,30 +760,31 @@ int supervisor_run(struct options *opts)
             items[i].socket = k.sockets[order[i]];
             items[i].events = ZMQ_POLLIN;
         }
-        items[CONNECTION_NCHANNELS].fd = k.sigfd;
-        items[CONNECTION_NCHANNELS].events = ZMQ_POLLIN;
-        items[CONNECTION_NCHANNELS + 1].fd = k.child.fd;
-        items[CONNECTION_NCHANNELS + 1].events =
-            k.child.fd >= 0
-                ? (short)(ZMQ_POLLIN | (child_has_pending(&k.child) ? ZMQ_POLLOUT : 0))
-                : 0;
-        int nitems = k.child.fd >= 0 ? N_ITEMS : N_ITEMS - 1;
-        int n = zmq_poll(items, nitems, poll_timeout_ms(&k));
+        items[SIG_ITEM].fd = k.sigfd;
+        items[SIG_ITEM].events = ZMQ_POLLIN;
+        items[LINK_ITEM].fd = k.child.fd;
+        items[LINK_ITEM].events =
+            (short)(ZMQ_POLLIN | (child_has_pending(&k.child) ? ZMQ_POLLOUT : 0));
+        items[LOG_ITEM].fd = k.child.log_fd;
+        items[LOG_ITEM].events = ZMQ_POLLIN;
+        int n = zmq_poll(items, N_ITEMS, poll_timeout_ms(&k));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             log_error("zmq_poll: %s", zmq_strerror(errno));
             break;
         }
-        if (items[CONNECTION_NCHANNELS].revents & ZMQ_POLLIN)
+        if (items[SIG_ITEM].revents & ZMQ_POLLIN)
             handle_signal(&k);
+        if (k.child.log_fd >= 0 && (items[LOG_ITEM].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+            child_read_log(&k.child);
         for (int i = 0; i < CONNECTION_NCHANNELS && k.running; i++) {
             if (items[i].revents & ZMQ_POLLIN)
                 read_channel(&k, order[i]);
             /* Events from the worker come in between, so a running cell's output
              * is not held back by a burst of requests. */
-            if (i == 0 && nitems == N_ITEMS && k.child.fd >= 0 &&
-                (items[N_ITEMS - 1].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+            if (i == 0 && k.child.fd >= 0 && k.child.fd == items[LINK_ITEM].fd &&
+                (items[LINK_ITEM].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
                 read_worker(&k);
         }
         if (k.child.fd >= 0 && child_has_pending(&k.child)) {

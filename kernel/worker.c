@@ -117,70 +117,9 @@ static int mkdir_p(const char *path)
     return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -errno;
 }
 
-/* Variables a cell may see when the sandbox is on: the supervisor's environment
- * can hold secrets (tokens, cloud credentials) that code nobody has reviewed
- * should not read. Names, and prefixes ending in '_' or '*'. */
-static const char *const env_allowed[] = {
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "COLUMNS",
-    "LINES",
-    "PYTHONPATH",
-    "PYTHONHASHSEED",
-    "PYTHONWARNINGS",
-    "PYTHONIOENCODING",
-    "PYTHONUTF8",
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "NUMEXPR_MAX_THREADS",
-    "LC_*",
-    "JPY_PARENT_PID",
-    "JPY_SESSION_NAME",
-    "SANDPIT_*",
-    NULL,
-};
-
-static bool env_kept(const char *entry, const char *extra)
-{
-    size_t n = strcspn(entry, "=");
-    for (const char *const *a = env_allowed; *a; a++) {
-        size_t len = strlen(*a);
-        if ((*a)[len - 1] == '*' ? strncmp(entry, *a, len - 1) == 0
-                                 : len == n && strncmp(entry, *a, n) == 0)
-            return true;
-    }
-    /* --pass-env NAME,NAME: variables the kernelspec's author chose to pass */
-    for (const char *p = extra; p && *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(entry, p, n) == 0)
-            return true;
-        p += len + (p[len] == ',');
-    }
-    return false;
-}
-
-static void scrub_environment(const char *extra)
-{
-    extern char **environ;
-    size_t kept = 0;
-    for (size_t i = 0; environ[i]; i++)
-        if (env_kept(environ[i], extra))
-            environ[kept++] = environ[i];
-    environ[kept] = NULL;
-}
-
 static void set_environment(const struct options *o)
 {
     char path[4096];
-    if (o->sandbox)
-        scrub_environment(o->pass_env);
     setenv("TMPDIR", o->tmpdir, 1);
     /* What sandpit/guard.py explains when it refuses something. */
     setenv("SANDPIT_SANDBOX", o->sandbox ? "on" : "off", 1);

@@ -239,6 +239,7 @@ def handle(frame):
     main = threading.current_thread() is threading.main_thread()
     if main and _sandpit is not None:
         _sandpit.set_default_tag(parent)
+    replied = False
     try:
         handler = HANDLERS.get(obj.get("msg_type"))
         if handler is None:
@@ -248,7 +249,19 @@ def handle(frame):
         else:
             content = handler(obj, buffers)
         _reply(content, shell=obj.get("shell") or "")
+        replied = True
     finally:
+        if not replied:
+            # Whatever went wrong in reporting (an exception whose str() raises,
+            # a result too large for the link), the request gets its one reply.
+            why = "%s: %s" % (sys.exc_info()[0].__name__, _safe_str(sys.exc_info()[1])) \
+                if sys.exc_info()[0] else "unknown"
+            try:
+                _reply({"status": "error", "ename": "SandpitError",
+                        "evalue": "sandpit could not report the result of this request (%s)"
+                        % why[:2000], "traceback": []}, shell=obj.get("shell") or "")
+            except BaseException as e:
+                _kernel.log("error", "could not send a reply at all: %r" % (e,))
         _kernel.end_request()
         with _routing_lock:
             _notes.pop(parent, None)
@@ -443,6 +456,9 @@ def execute(req, buffers):
     if reply["status"] == "ok":
         reply["user_expressions"] = user_expressions(content.get("user_expressions") or {})
     reply["payload"] = list(_kernel.payloads)
+    # The exception holds the cell's frames (and whatever they hold, maybe the
+    # list that ran out of memory): drop it now, not at some later collection.
+    exc = error = e = None  # noqa: F841
     if _sandpit is not None:
         _kernel.flush()
         dropped = _sandpit.output_reset(int(req.get("max_output") or 0))
@@ -495,18 +511,46 @@ def _own_frame(filename):
     return filename.startswith("<sandpit>/")
 
 
-def error_content(exc):
-    """ename, evalue and an IPython-style traceback (a list of strings)."""
-    if "sandpit.guard" in sys.modules:
-        note = sys.modules["sandpit.guard"].explain(exc)
-        if note and note not in getattr(exc, "__notes__", ()):
-            exc.add_note(note)
-    ename = type(exc).__name__
+MAX_EVALUE = 64 * 1024       # characters of an error's message sent
+MAX_TRACEBACK = 1024 * 1024  # characters of a traceback sent
+
+
+def _safe_str(obj, limit=MAX_EVALUE):
+    """str(obj), whatever its __str__ does, cut to limit characters."""
     try:
-        evalue = str(exc)
-    except Exception:
-        evalue = "<exception str() failed>"
-    return {"ename": ename, "evalue": evalue, "traceback": format_traceback(exc)}
+        text = str(obj)
+    except BaseException as e:
+        try:
+            return "<str() of this %s failed with %s>" % (type(obj).__name__,
+                                                          type(e).__name__)
+        except BaseException:
+            return "<str() failed>"
+    if len(text) > limit:
+        text = text[:limit] + " [... %d more characters]" % (len(text) - limit)
+    return text
+
+
+def error_content(exc):
+    """ename, evalue and an IPython-style traceback (a list of strings),
+    bounded in size whatever the exception holds."""
+    try:
+        if "sandpit.guard" in sys.modules:
+            note = sys.modules["sandpit.guard"].explain(exc)
+            if note and note not in getattr(exc, "__notes__", ()):
+                exc.add_note(note)
+    except BaseException:
+        pass
+    ename = type(exc).__name__
+    evalue = _safe_str(exc)
+    tb = format_traceback(exc)
+    total = 0
+    for i, part in enumerate(tb):
+        total += len(part)
+        if total > MAX_TRACEBACK:
+            tb = tb[:i] + ["[... %d more parts of the traceback were left out]"
+                           % (len(tb) - i), tb[-1][:MAX_EVALUE]]
+            break
+    return {"ename": ename, "evalue": evalue, "traceback": tb}
 
 
 def format_traceback(exc):
@@ -514,8 +558,16 @@ def format_traceback(exc):
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
                                           capture_locals=False, compact=True)
         return _format_te(te)
-    except Exception:
-        return traceback.format_exception(type(exc), exc, exc.__traceback__)
+    except BaseException:
+        try:
+            return [_safe_str(line) for line in
+                    traceback.format_exception(type(exc), exc, exc.__traceback__)]
+        except BaseException:
+            return ["%s (its traceback could not be formatted)" % type(exc).__name__]
+
+
+def _repeated(n):
+    return "[... the frame above repeated %d more times]\n" % n
 
 
 def _format_te(te, seen=None):
@@ -535,8 +587,21 @@ def _format_te(te, seen=None):
         rule = RED + "-" * 75 + RESET
         parts.append(rule + "\n" + RED + head.ljust(42) + RESET
                      + "Traceback (most recent call last)")
+        # A frame repeated over and over (a recursion) is shown three times,
+        # then counted, as Python's own traceback does.
+        run_key, run_len = None, 0
         for f in frames:
-            parts.append(_format_frame(f))
+            key = (f.filename, f.lineno, f.name)
+            if key == run_key:
+                run_len += 1
+            else:
+                if run_len > 3:
+                    parts.append(_repeated(run_len - 3))
+                run_key, run_len = key, 1
+            if run_len <= 3:
+                parts.append(_format_frame(f))
+        if run_len > 3:
+            parts.append(_repeated(run_len - 3))
     if issubclass(te.exc_type, SyntaxError) and te.filename is not None:
         parts.append(_format_syntax_error(te))
     else:
