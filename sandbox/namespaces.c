@@ -15,7 +15,8 @@
  * chown, utime or setxattr: a worker running as root could otherwise `chmod u+s` any
  * root-owned program or make /etc/shadow world-readable. Here every mount is made
  * read-only (EROFS for all of those), except bind mounts of the read-write paths, and
- * each hidden path is covered: a folder by an empty read-only tmpfs, a file by /dev/null.
+ * each hidden path is covered: a folder by an empty read-only tmpfs, a file by an empty
+ * file without permissions (opening it is refused), bound read-only.
  * Propagation is made private first, so nothing done here reaches the parent namespace.
  *
  * Without user namespaces, real root can still make the network and mount namespaces;
@@ -221,8 +222,25 @@ static void check_network(struct sandbox_layer *net, const char *how)
         sandbox__layer_set(net, SANDBOX_ACTIVE, "empty: only a loopback, down%s", how);
 }
 
+/* An empty file with no permission bits, in the private temporary folder, to
+ * bind over hidden files: once the worker holds no capability, opening it fails
+ * with EACCES ("Permission denied"), where /dev/null would read as empty and
+ * leave the user guessing. Returns its path, or NULL to fall back on /dev/null. */
+static const char *cover_file(const struct sandbox_policy *p, char *buf, size_t len)
+{
+    if (!p->tmpdir || snprintf(buf, len, "%s/.sandpit-hidden", p->tmpdir) >= (int)len)
+        return NULL;
+    int fd = open(buf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    fchmod(fd, 0);
+    close(fd);
+    return buf;
+}
+
 /* Covers one hidden path; returns 0, or -errno with a note in mnt. */
-static int cover(const char *path, struct sandbox_layer *mnt, bool can_setattr)
+static int cover(const char *path, struct sandbox_layer *mnt, bool can_setattr,
+                 const char *cover_with)
 {
     struct stat st;
     if (stat(path, &st) < 0) {
@@ -238,8 +256,8 @@ static int cover(const char *path, struct sandbox_layer *mnt, bool can_setattr)
                   "size=4k,mode=000") < 0)
             rc = -errno;
     } else {
-        /* Read-only if possible; writes to /dev/null would be harmless anyway. */
-        if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0)
+        /* Read-only if possible, so the cover's mode cannot be changed back. */
+        if (mount(cover_with ? cover_with : "/dev/null", path, NULL, MS_BIND, NULL) < 0)
             rc = -errno;
         else if (can_setattr)
             mount_setattr_rdonly(path, true, false);
@@ -305,11 +323,17 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
     }
     int hide_rc = 0;
     size_t hidden = 0;
+    char cover_buf[PATH_MAX];
+    const char *cover_with = p->hidden_paths && *p->hidden_paths
+                                 ? cover_file(p, cover_buf, sizeof cover_buf)
+                                 : NULL;
     for (const char *const *h = p->hidden_paths; h && *h; h++, hidden++) {
-        int c = cover(*h, mnt, can_setattr);
+        int c = cover(*h, mnt, can_setattr, cover_with);
         if (c < 0 && hide_rc == 0)
             hide_rc = c;
     }
+    if (cover_with)
+        unlink(cover_with); /* the binds keep it; the user's folder does not */
     if (have_cwd && chdir(cwd) < 0) /* the old cwd may lie under a new bind */
         sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
 
