@@ -290,8 +290,15 @@ void kernel_restart_worker(struct kernel *k, const char *why)
 
 static void describe_exit(const struct child *c, int status, char *buf, size_t len)
 {
-    if (c->link_closed)
+    /* The link closes when the worker dies, before its status is known: the
+     * supervisor's own SIGKILL after that says nothing, the status does. */
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && c->link_closed)
         snprintf(buf, len, "closed its link to the kernel and was stopped");
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+        snprintf(buf, len,
+                 "was stopped by the sandbox for a forbidden kind of system call "
+                 "(signal %d, %s)",
+                 SIGSYS, strsignal(SIGSYS));
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
@@ -527,16 +534,18 @@ static bool font_cache_name(const char *name)
            strcmp(name + n - 5, ".json") == 0 && !strchr(name, '/');
 }
 
-/* Copies a regular file of at most FONT_CACHE_MAX bytes, through a temporary
- * name and a rename, so a reader never sees half a file. */
-static void copy_small_file(const char *from, const char *dir, const char *name)
+/* Copies the regular file name in from_dir (not a symbolic link: the folder
+ * is the sandboxed code's to change), of at most FONT_CACHE_MAX bytes, into
+ * dir, through a temporary name and a rename, so a reader never sees half a
+ * file. */
+static void copy_small_file(int from_dir, const char *name, const char *dir)
 {
     char to[PATH_MAX], tmp[PATH_MAX];
     if (snprintf(to, sizeof to, "%s/%s", dir, name) >= (int)sizeof to ||
         snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, name, (int)getpid()) >=
             (int)sizeof tmp)
         return;
-    int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int in = openat(from_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0)
         return;
     struct stat st;
@@ -561,22 +570,24 @@ static void copy_small_file(const char *from, const char *dir, const char *name)
 
 static void copy_font_cache(const char *from_dir, const char *to_dir, bool only_new)
 {
-    DIR *d = opendir(from_dir);
-    if (!d)
+    int dfd = open(from_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return;
+    }
     struct dirent *e;
     while ((e = readdir(d))) {
         if (!font_cache_name(e->d_name))
             continue;
-        char from[PATH_MAX], existing[PATH_MAX];
-        if (snprintf(from, sizeof from, "%s/%s", from_dir, e->d_name) >=
-                (int)sizeof from ||
-            snprintf(existing, sizeof existing, "%s/%s", to_dir, e->d_name) >=
-                (int)sizeof existing)
+        char existing[PATH_MAX];
+        if (snprintf(existing, sizeof existing, "%s/%s", to_dir, e->d_name) >=
+            (int)sizeof existing)
             continue;
         if (only_new && access(existing, F_OK) == 0)
             continue;
-        copy_small_file(from, to_dir, e->d_name);
+        copy_small_file(dfd, e->d_name, to_dir);
     }
     closedir(d);
 }

@@ -125,6 +125,11 @@ static void set_environment(const struct options *o)
     setenv("SANDPIT_SANDBOX", o->sandbox ? "on" : "off", 1);
     setenv("SANDPIT_NETWORK", o->network ? "on" : "off", 1);
     setenv("SANDPIT_WORKSPACE", o->workspace, 1);
+    char limit[32];
+    snprintf(limit, sizeof limit, "%lu", o->memory_mib);
+    setenv("SANDPIT_MEMORY_MIB", limit, 1);
+    snprintf(limit, sizeof limit, "%lu", o->max_file_mib);
+    setenv("SANDPIT_MAX_FILE_MIB", limit, 1);
     /* Options for the inline charts, read by sandpit/figures.py. */
     if (o->figure_format)
         setenv("SANDPIT_FIGURE_FORMAT", o->figure_format, 1);

@@ -40,15 +40,28 @@ def _describe(args):
 
 
 def explain(exc):
-    """A note for an OSError that the sandbox's file rules caused, or None."""
+    """A note for an error that the sandbox or a limit caused, or None."""
     import errno
-    if os.environ.get("SANDPIT_SANDBOX", "on") != "on" or not isinstance(exc, OSError):
+    env = os.environ
+    if isinstance(exc, MemoryError) and env.get("SANDPIT_MEMORY_MIB", "0") != "0":
+        return ("sandpit: this kernel's memory limit is %s MiB (--memory)"
+                % env["SANDPIT_MEMORY_MIB"])
+    if not isinstance(exc, OSError):
         return None
-    if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not exc.filename:
+    if exc.errno == errno.EFBIG and env.get("SANDPIT_MAX_FILE_MIB", "0") != "0":
+        return ("sandpit: files are limited to %s MiB in this kernel (--max-file)"
+                % env["SANDPIT_MAX_FILE_MIB"])
+    if env.get("SANDPIT_SANDBOX", "on") != "on":
         return None
-    return ("sandpit: this kernel's sandbox lets code write only in its workspace (%s) and "
-            "its temporary folder, and read only those and the system's Python and "
-            "libraries" % os.environ.get("SANDPIT_WORKSPACE", os.getcwd()))
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and exc.filename:
+        return ("sandpit: this kernel's sandbox lets code write only in its workspace (%s) "
+                "and its temporary folder, and read only those and the system's Python and "
+                "libraries" % env.get("SANDPIT_WORKSPACE", os.getcwd()))
+    if exc.errno == errno.EPERM:
+        return ("sandpit: this kernel's sandbox refused a system call: no new processes "
+                "or programs, no network or local sockets, no changes of identity, "
+                "nothing that reaches other processes")
+    return None
 
 
 def _make_hook(network):
