@@ -39,10 +39,30 @@ void child_init(struct child *c)
 
 /* Names, and prefixes ending in '*', of variables a sandboxed cell may see. */
 static const char *const env_allowed[] = {
-    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES",
-    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONIOENCODING", "PYTHONUTF8",
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_MAX_THREADS",
-    "LC_*", "JPY_PARENT_PID", "JPY_SESSION_NAME", "SANDPIT_*", NULL,
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "PYTHONWARNINGS",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_MAX_THREADS",
+    "LC_*",
+    "JPY_PARENT_PID",
+    "JPY_SESSION_NAME",
+    "SANDPIT_*",
+    NULL,
 };
 
 static bool env_kept(const char *entry, const char *extra)
@@ -95,7 +115,8 @@ void child_free_environment(char **envp)
 void child_read_log(struct child *c)
 {
     for (;;) {
-        ssize_t n = read(c->log_fd, c->log_buf + c->log_len, sizeof c->log_buf - c->log_len);
+        ssize_t n =
+            read(c->log_fd, c->log_buf + c->log_len, sizeof c->log_buf - c->log_len);
         if (n <= 0) {
             if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
                 close(c->log_fd);

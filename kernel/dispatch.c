@@ -103,9 +103,10 @@ static json_t *pending_layers(struct kernel *k)
     for (size_t i = 0; i < r.n; i++)
         json_array_append_new(
             layers,
-            json_pack("{s:s, s:s, s:s}", "name", r.layers[i].name, "state",
-                      sandbox_state_name(k->opts->sandbox ? SANDBOX_PENDING : SANDBOX_DISABLED),
-                      "detail", k->opts->sandbox ? "the worker is starting" : "--sandbox off"));
+            json_pack(
+                "{s:s, s:s, s:s}", "name", r.layers[i].name, "state",
+                sandbox_state_name(k->opts->sandbox ? SANDBOX_PENDING : SANDBOX_DISABLED),
+                "detail", k->opts->sandbox ? "the worker is starting" : "--sandbox off"));
     return layers;
 }
 
@@ -118,8 +119,9 @@ static json_t *sandbox_summary(struct kernel *k)
                   "max_output_bytes", (json_int_t)k->opts->max_output, "max_file_mib",
                   (json_int_t)k->opts->max_file_mib);
     if (s)
-        json_object_set_new(s, "layers", k->sandbox_report ? json_incref(k->sandbox_report)
-                                                           : pending_layers(k));
+        json_object_set_new(s, "layers",
+                            k->sandbox_report ? json_incref(k->sandbox_report)
+                                              : pending_layers(k));
     return s;
 }
 

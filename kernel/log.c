@@ -79,7 +79,8 @@ void log_plain(const char *fmt, ...)
     int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n > 0) {
-        ssize_t w = write(log_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        ssize_t w =
+            write(log_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)w;
     }
     errno = saved;

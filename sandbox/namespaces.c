@@ -333,7 +333,7 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
             hide_rc = c;
     }
     if (cover_with)
-        unlink(cover_with); /* the binds keep it; the user's folder does not */
+        unlink(cover_with);         /* the binds keep it; the user's folder does not */
     if (have_cwd && chdir(cwd) < 0) /* the old cwd may lie under a new bind */
         sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
 
