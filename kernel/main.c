@@ -105,7 +105,12 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "check-sandbox") == 0)
         return check_sandbox_main(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+#if defined(__SANITIZE_ADDRESS__)
+        printf("sandpit %s (Python %s, AddressSanitizer build)\n", SANDPIT_VERSION,
+               SANDPIT_PY_VERSION);
+#else
         printf("sandpit %s (Python %s)\n", SANDPIT_VERSION, SANDPIT_PY_VERSION);
+#endif
         return 0;
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||

@@ -23,6 +23,12 @@
  */
 #include "sandbox/internal.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SANDBOX_ASAN 1
+#else
+#define SANDBOX_ASAN 0
+#endif
+
 #include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -65,7 +71,12 @@ int sandbox__rlimits_apply(const struct sandbox_policy *p, struct sandbox_layer 
     rlim_t got, files = 0;
     int rc;
 
-    if (p->memory_bytes) {
+    bool memory_skipped = false;
+    if (p->memory_bytes && SANDBOX_ASAN) {
+        /* AddressSanitizer reserves terabytes of shadow memory as private writable
+         * mappings: under RLIMIT_DATA it cannot even start. Said, not claimed. */
+        memory_skipped = true;
+    } else if (p->memory_bytes) {
         record(&fail, "data", rc = limit(RLIMIT_DATA, (rlim_t)p->memory_bytes, &got));
         if (rc == 0)
             sandbox__format_size(data, sizeof data, got);
@@ -90,6 +101,9 @@ int sandbox__rlimits_apply(const struct sandbox_policy *p, struct sandbox_layer 
     sandbox__layer_set(l, SANDBOX_ACTIVE,
                        "data %s, file size %s, open files %llu, core 0", data, fsize,
                        (unsigned long long)files);
+    if (memory_skipped)
+        sandbox__layer_note(l, "memory limit not applied: this is an AddressSanitizer "
+                               "build, whose shadow memory counts as data");
     return 0;
 }
 

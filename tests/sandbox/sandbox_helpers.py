@@ -24,6 +24,28 @@ LAYERS = ["rlimits", "user-namespace", "network-namespace", "mount-namespace",
 STATES = {"pending", "active", "unavailable", "disabled", "failed"}
 
 
+# An AddressSanitizer build (make test SANITIZE=address) cannot run under a
+# memory limit: its shadow memory counts as data. It says so in its report
+# rather than claiming the limit, and the memory tests check that instead.
+ASAN = "AddressSanitizer" in subprocess.run([SANDPIT, "--version"], capture_output=True,
+                                            text=True).stdout
+
+
+def memory_limit_applies(k):
+    """True if the kernel's worker runs under its memory limit. In an
+    AddressSanitizer build, asserts that the report says the limit is not
+    applied, and returns False."""
+    layers = k.request("kernel_info")["content"]["sandpit"]["layers"]
+    rlimits = [layer for layer in layers if layer["name"] == "rlimits"][0]
+    if not ASAN:
+        assert "memory limit not applied" not in rlimits["detail"]
+        return True
+    assert "memory limit not applied: this is an AddressSanitizer build" in rlimits["detail"]
+    assert k.run("import resource\n"
+                 "print(resource.getrlimit(resource.RLIMIT_DATA)[0])") == "-1\n"
+    return False
+
+
 def boot(jupyter_dir, *options, cwd):
     """A kernel from a kernelspec with these kernel options, started in cwd."""
     name = install_spec(jupyter_dir, *options) if options else "sandpit"

@@ -449,6 +449,8 @@ def _scan(first, second):
             if not fields[1].startswith('r'):
                 continue
             lo, hi = (int(x, 16) for x in fields[0].split('-'))
+            if hi - lo > 1 << 32:
+                continue  # an AddressSanitizer build's shadow: reserved, not data
             pos = lo
             while pos < hi:
                 step = min(1 << 22, hi - pos)
