@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -325,6 +326,10 @@ void pump_flush(void)
 {
     if (pipe_r[0] < 0)
         return;
+    /* C code's printf sits in the C library's buffer (fd 1 is a pipe, so it is
+     * fully buffered): push it into the pipe first. */
+    fflush(stdout);
+    fflush(stderr);
     pthread_mutex_lock(&pump_mu);
     drain_locked();
     send_locked(true);

@@ -100,3 +100,10 @@ def test_output_from_c_goes_to_the_running_cell(kernel):
                                 "os.write(2, b'from fd 2\\n')\nNone")
     assert stdout_of(out) == "from fd 1\n"
     assert stdout_of(out, "stderr") == "from fd 2\n"
+
+
+def test_printf_from_c_reaches_the_cell(kernel):
+    reply, out = kernel.execute("import ctypes\nlibc = ctypes.CDLL(None)\n"
+                                "libc.printf(b'printf from C %d\\n', 42)\nNone")
+    assert reply["content"]["status"] == "ok"
+    assert stdout_of(out) == "printf from C 42\n"
