@@ -9,9 +9,10 @@
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "protocol/errbuf.h"
 
 enum opt_kind { OPT_STRING, OPT_DOUBLE, OPT_ULONG, OPT_INT, OPT_ONOFF, OPT_LOGLEVEL };
 
@@ -75,19 +76,6 @@ void options_release(struct options *o)
     options_init(o);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
 static int set_value(struct options *o, const struct opt *d, const char *v, char *err,
                      size_t errlen)
 {
@@ -104,22 +92,24 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
     case OPT_DOUBLE: {
         double x = strtod(v, &end);
         if (end == v || *end || errno || !isfinite(x) || x < 0)
-            return fail(err, errlen, "--%s needs a number of seconds, not \"%s\"",
-                        d->name, v);
+            return errbuf_set(-EINVAL, err, errlen,
+                              "--%s needs a number of seconds, not \"%s\"", d->name, v);
         *(double *)field = x;
         return 0;
     }
     case OPT_ULONG: {
         unsigned long x = strtoul(v, &end, 10);
         if (end == v || *end || errno || v[0] == '-')
-            return fail(err, errlen, "--%s needs a whole number, not \"%s\"", d->name, v);
+            return errbuf_set(-EINVAL, err, errlen,
+                              "--%s needs a whole number, not \"%s\"", d->name, v);
         *(unsigned long *)field = x;
         return 0;
     }
     case OPT_INT: {
         long x = strtol(v, &end, 10);
         if (end == v || *end || errno || x < 0 || x > INT_MAX)
-            return fail(err, errlen, "--%s needs a whole number, not \"%s\"", d->name, v);
+            return errbuf_set(-EINVAL, err, errlen,
+                              "--%s needs a whole number, not \"%s\"", d->name, v);
         *(int *)field = (int)x;
         return 0;
     }
@@ -129,12 +119,14 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
         else if (strcmp(v, "off") == 0)
             *(bool *)field = false;
         else
-            return fail(err, errlen, "--%s takes on or off, not \"%s\"", d->name, v);
+            return errbuf_set(-EINVAL, err, errlen, "--%s takes on or off, not \"%s\"",
+                              d->name, v);
         return 0;
     case OPT_LOGLEVEL:
         if (log_parse_level(v, field))
-            return fail(err, errlen,
-                        "--log-level takes error, warning, info or debug, not \"%s\"", v);
+            return errbuf_set(
+                -EINVAL, err, errlen,
+                "--log-level takes error, warning, info or debug, not \"%s\"", v);
         return 0;
     }
     return -EINVAL;
@@ -146,14 +138,15 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
         const char *a = argv[i];
         if (strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) {
             if (i + 1 >= argc)
-                return fail(err, errlen, "%s needs the path of a connection file", a);
+                return errbuf_set(-EINVAL, err, errlen,
+                                  "%s needs the path of a connection file", a);
             free(o->connection_file);
             if (!(o->connection_file = strdup(argv[++i])))
                 return -ENOMEM;
             continue;
         }
         if (strncmp(a, "--", 2) != 0)
-            return fail(err, errlen, "unexpected argument \"%s\"", a);
+            return errbuf_set(-EINVAL, err, errlen, "unexpected argument \"%s\"", a);
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         const struct opt *d = NULL;
@@ -161,11 +154,12 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
             if (strlen(table[k].name) == nlen && strncmp(table[k].name, name, nlen) == 0)
                 d = &table[k];
         if (!d)
-            return fail(err, errlen, "unknown option \"%s\" (see sandpit --help)", a);
+            return errbuf_set(-EINVAL, err, errlen,
+                              "unknown option \"%s\" (see sandpit --help)", a);
         const char *v = eq ? eq + 1 : NULL;
         if (!v) {
             if (i + 1 >= argc)
-                return fail(err, errlen, "%s needs a value", a);
+                return errbuf_set(-EINVAL, err, errlen, "%s needs a value", a);
             v = argv[++i];
         }
         int rc = set_value(o, d, v, err, errlen);
@@ -179,14 +173,17 @@ int options_check(const struct options *o, char *err, size_t errlen)
 {
     if (o->figure_format && strcmp(o->figure_format, "png") != 0 &&
         strcmp(o->figure_format, "retina") != 0 && strcmp(o->figure_format, "svg") != 0)
-        return fail(err, errlen, "--figure-format takes png, retina or svg, not \"%s\"",
-                    o->figure_format);
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--figure-format takes png, retina or svg, not \"%s\"",
+                          o->figure_format);
     if (o->timeout_s > 0 && o->timeout_s < 0.01)
-        return fail(err, errlen, "--timeout must be 0 (none) or at least 0.01 s");
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--timeout must be 0 (none) or at least 0.01 s");
     if (o->memory_mib && o->memory_mib < 64)
-        return fail(err, errlen, "--memory must be 0 (none) or at least 64 MiB");
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--memory must be 0 (none) or at least 64 MiB");
     if (o->dpi && (o->dpi < 10 || o->dpi > 1200))
-        return fail(err, errlen, "--dpi must be between 10 and 1200");
+        return errbuf_set(-EINVAL, err, errlen, "--dpi must be between 10 and 1200");
     return 0;
 }
 

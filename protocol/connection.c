@@ -8,10 +8,11 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "protocol/errbuf.h"
 
 static const char *const channel_names[CONNECTION_NCHANNELS] = {
     [CONNECTION_SHELL] = "shell", [CONNECTION_IOPUB] = "iopub",
@@ -41,19 +42,6 @@ void connection_release(struct connection *c)
     connection_init(c);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
 /* A string field: required fields must be present; optional ones default to dflt. */
 static int get_string(json_t *root, const char *name, const char *dflt, char **out,
                       char *err, size_t errlen)
@@ -61,10 +49,12 @@ static int get_string(json_t *root, const char *name, const char *dflt, char **o
     json_t *v = json_object_get(root, name);
     if (!v) {
         if (!dflt)
-            return fail(err, errlen, "connection file has no \"%s\"", name);
+            return errbuf_set(-EINVAL, err, errlen, "connection file has no \"%s\"",
+                              name);
         *out = strdup(dflt);
     } else if (!json_is_string(v)) {
-        return fail(err, errlen, "connection file field \"%s\" is not a string", name);
+        return errbuf_set(-EINVAL, err, errlen,
+                          "connection file field \"%s\" is not a string", name);
     } else {
         *out = strndup(json_string_value(v), json_string_length(v));
     }
@@ -78,11 +68,12 @@ int connection_parse(struct connection *c, const char *text, size_t len, char *e
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return fail(err, errlen, "connection file is not valid JSON (line %d: %s)",
-                    jerr.line, jerr.text);
+        return errbuf_set(-EINVAL, err, errlen,
+                          "connection file is not valid JSON (line %d: %s)", jerr.line,
+                          jerr.text);
     int rc = 0;
     if (!json_is_object(root)) {
-        rc = fail(err, errlen, "connection file is not a JSON object");
+        rc = errbuf_set(-EINVAL, err, errlen, "connection file is not a JSON object");
         goto out;
     }
     if ((rc = get_string(root, "transport", "tcp", &c->transport, err, errlen)) ||
@@ -92,15 +83,16 @@ int connection_parse(struct connection *c, const char *text, size_t len, char *e
         (rc = get_string(root, "kernel_name", "", &c->kernel_name, err, errlen)))
         goto out;
     if (strcmp(c->transport, "tcp") != 0 && strcmp(c->transport, "ipc") != 0) {
-        rc = fail(err, errlen, "connection file transport \"%s\" is not tcp or ipc",
-                  c->transport);
+        rc = errbuf_set(-EINVAL, err, errlen,
+                        "connection file transport \"%s\" is not tcp or ipc",
+                        c->transport);
         goto out;
     }
     if (strcmp(c->signature_scheme, "hmac-sha256") != 0) {
-        rc = fail(err, errlen,
-                  "connection file signature_scheme \"%s\" is not supported "
-                  "(sandpit signs with hmac-sha256)",
-                  c->signature_scheme);
+        rc = errbuf_set(-EINVAL, err, errlen,
+                        "connection file signature_scheme \"%s\" is not supported "
+                        "(sandpit signs with hmac-sha256)",
+                        c->signature_scheme);
         goto out;
     }
     for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++) {
@@ -108,20 +100,21 @@ int connection_parse(struct connection *c, const char *text, size_t len, char *e
         snprintf(field, sizeof field, "%s_port", channel_names[ch]);
         json_t *v = json_object_get(root, field);
         if (!v) {
-            rc = fail(err, errlen, "connection file has no \"%s\"", field);
+            rc = errbuf_set(-EINVAL, err, errlen, "connection file has no \"%s\"", field);
             goto out;
         }
         if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
             json_integer_value(v) > 65535) {
-            rc = fail(err, errlen, "connection file field \"%s\" is not a port number",
-                      field);
+            rc = errbuf_set(-EINVAL, err, errlen,
+                            "connection file field \"%s\" is not a port number", field);
             goto out;
         }
         c->ports[ch] = (int)json_integer_value(v);
     }
     json_t *key = json_object_get(root, "key");
     if (key && !json_is_string(key)) {
-        rc = fail(err, errlen, "connection file field \"key\" is not a string");
+        rc = errbuf_set(-EINVAL, err, errlen,
+                        "connection file field \"key\" is not a string");
         goto out;
     }
     c->key_len = key ? json_string_length(key) : 0;
@@ -157,7 +150,8 @@ int connection_load(struct connection *c, const char *path, char *err, size_t er
     for (;;) {
         if (cap - len < 4096) {
             if (cap > (1u << 20)) {
-                rc = fail(err, errlen, "connection file %s is too large", path);
+                rc = errbuf_set(-EINVAL, err, errlen, "connection file %s is too large",
+                                path);
                 goto out;
             }
             char *nb = realloc(buf, cap = cap ? cap * 2 : 4096);

@@ -8,7 +8,6 @@
 #include "protocol/msg.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+#include "protocol/errbuf.h"
 
 int msg_session_init(struct msg_session *s, const char *username)
 {
@@ -120,8 +108,8 @@ int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
         sp[i].len = p.json[i]->len;
     }
     if (!sign_verify(s, sp, p.signature->data, p.signature->len))
-        return fail(-EACCES, err, errlen,
-                    p.signature->len ? "bad signature" : "missing signature");
+        return errbuf_set(-EACCES, err, errlen,
+                          p.signature->len ? "bad signature" : "missing signature");
 
     struct msg *m = calloc(1, sizeof *m);
     if (!m)
@@ -132,22 +120,23 @@ int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
         json_error_t jerr;
         *slots[i] = json_loadb(p.json[i]->data, p.json[i]->len, 0, &jerr);
         if (!*slots[i]) {
-            rc = fail(-EBADMSG, err, errlen, "%s is not valid JSON: %s", part_names[i],
-                      jerr.text);
+            rc = errbuf_set(-EBADMSG, err, errlen, "%s is not valid JSON: %s",
+                            part_names[i], jerr.text);
             goto fail;
         }
         if (!json_is_object(*slots[i])) {
-            rc = fail(-EBADMSG, err, errlen, "%s is not a JSON object", part_names[i]);
+            rc = errbuf_set(-EBADMSG, err, errlen, "%s is not a JSON object",
+                            part_names[i]);
             goto fail;
         }
     }
     json_t *type = json_object_get(m->header, "msg_type");
     if (!json_is_string(type) || json_string_length(type) == 0) {
-        rc = fail(-EBADMSG, err, errlen, "header has no msg_type string");
+        rc = errbuf_set(-EBADMSG, err, errlen, "header has no msg_type string");
         goto fail;
     }
     if (!json_is_string(json_object_get(m->header, "msg_id"))) {
-        rc = fail(-EBADMSG, err, errlen, "header has no msg_id string");
+        rc = errbuf_set(-EBADMSG, err, errlen, "header has no msg_id string");
         goto fail;
     }
     for (size_t i = 0; i < p.nidents; i++)

@@ -7,23 +7,11 @@
 #include "protocol/wire.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EBADMSG;
-}
+#include "protocol/errbuf.h"
 
 int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out,
                char *err, size_t errlen)
@@ -34,27 +22,31 @@ int wire_split(const struct wire_frame *frames, size_t n, struct wire_parts *out
                       memcmp(frames[d].data, WIRE_DELIM, WIRE_DELIM_LEN) == 0))
         d++;
     if (d == n)
-        return bad(err, errlen, "no <IDS|MSG> delimiter in %zu frames", n);
+        return errbuf_set(-EBADMSG, err, errlen, "no <IDS|MSG> delimiter in %zu frames",
+                          n);
     if (d > WIRE_MAX_IDENTS)
-        return bad(err, errlen, "%zu identities before the delimiter (at most %d)", d,
-                   WIRE_MAX_IDENTS);
+        return errbuf_set(-EBADMSG, err, errlen,
+                          "%zu identities before the delimiter (at most %d)", d,
+                          WIRE_MAX_IDENTS);
     if (n - d - 1 < 1 + WIRE_NPARTS)
-        return bad(err, errlen, "%zu frames after the delimiter (at least %d)", n - d - 1,
-                   1 + WIRE_NPARTS);
+        return errbuf_set(-EBADMSG, err, errlen,
+                          "%zu frames after the delimiter (at least %d)", n - d - 1,
+                          1 + WIRE_NPARTS);
     out->idents = frames;
     out->nidents = d;
     out->signature = &frames[d + 1];
     for (int i = 0; i < WIRE_NPARTS; i++) {
         out->json[i] = &frames[d + 2 + i];
         if (out->json[i]->len > WIRE_MAX_JSON)
-            return bad(err, errlen, "a JSON part of %zu bytes (at most %u)",
-                       out->json[i]->len, WIRE_MAX_JSON);
+            return errbuf_set(-EBADMSG, err, errlen,
+                              "a JSON part of %zu bytes (at most %u)", out->json[i]->len,
+                              WIRE_MAX_JSON);
     }
     out->buffers = &frames[d + 2 + WIRE_NPARTS];
     out->nbuffers = n - d - 2 - WIRE_NPARTS;
     if (out->nbuffers > WIRE_MAX_BUFFERS)
-        return bad(err, errlen, "%zu buffers (at most %d)", out->nbuffers,
-                   WIRE_MAX_BUFFERS);
+        return errbuf_set(-EBADMSG, err, errlen, "%zu buffers (at most %d)",
+                          out->nbuffers, WIRE_MAX_BUFFERS);
     return 0;
 }
 

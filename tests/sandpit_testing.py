@@ -128,3 +128,14 @@ def start(kernel_name, cwd=None, **kwargs):
 def stop(k):
     k.kc.stop_channels()
     k.km.shutdown_kernel(now=False)
+
+
+def raw_socket(k, channel="shell"):
+    """A DEALER socket of its own on one of the kernel's ROUTER channels, to
+    send what a well-behaved client would not (or with buffers)."""
+    import zmq
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.linger = 0
+    info = k.km.get_connection_info()
+    s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["%s_port" % channel]))
+    return s

@@ -6,15 +6,9 @@ target answered with comm_close."""
 import time
 import uuid
 
-import zmq
+from sandpit_testing import raw_socket
 
 
-def raw_shell(k):
-    s = zmq.Context.instance().socket(zmq.DEALER)
-    s.linger = 0
-    info = k.km.get_connection_info()
-    s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["shell_port"]))
-    return s
 
 
 def iopub_of_type(k, msg_type, timeout=10, where=lambda m: True):
@@ -56,7 +50,7 @@ def test_front_end_opens_and_echoes_buffers(kernel):
         "                              buffers=[bytes(b)[::-1] for b in m['buffers']]))\n"
         "    c.on_close(lambda m: closed.append(m['content']['data']))\n"
         "comm.get_comm_manager().register_target('echo', echo_target)\n")
-    s = raw_shell(kernel)
+    s = raw_socket(kernel)
     session = kernel.kc.session
     comm_id = uuid.uuid4().hex
     session.send(s, "comm_open", {"comm_id": comm_id, "target_name": "echo", "data": {}})
@@ -79,7 +73,7 @@ def test_front_end_opens_and_echoes_buffers(kernel):
 
 
 def test_unknown_target_is_closed(kernel):
-    s = raw_shell(kernel)
+    s = raw_socket(kernel)
     comm_id = uuid.uuid4().hex
     kernel.kc.session.send(s, "comm_open", {"comm_id": comm_id, "target_name": "no-such",
                                             "data": {}})
@@ -96,7 +90,7 @@ def test_raising_handler_does_not_break_the_kernel(kernel):
         "def bad_target(c, m):\n"
         "    c.on_msg(lambda m: 1 / 0)\n"
         "comm.get_comm_manager().register_target('bad', bad_target)\n")
-    s = raw_shell(kernel)
+    s = raw_socket(kernel)
     comm_id = uuid.uuid4().hex
     kernel.kc.session.send(s, "comm_open", {"comm_id": comm_id, "target_name": "bad",
                                             "data": {}})

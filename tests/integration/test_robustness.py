@@ -8,10 +8,9 @@ import signal
 import time
 
 import pytest
-import zmq
 from jupyter_client.session import Session
 
-from sandpit_testing import install_spec, start, stop, stdout_of
+from sandpit_testing import install_spec, raw_socket, start, stop, stdout_of
 
 
 def wait_busy(k, msg_id, timeout=10):
@@ -97,13 +96,6 @@ def test_queued_requests_survive_a_crash(fresh_kernel):
     assert stdout_of(k.iopub_until_idle(ids[1])) == "after\n"
 
 
-def raw_socket(k, channel):
-    ctx = zmq.Context.instance()
-    s = ctx.socket(zmq.DEALER)
-    s.linger = 0
-    info = k.km.get_connection_info()
-    s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["%s_port" % channel]))
-    return s
 
 
 def test_bad_signature_is_dropped(kernel):

@@ -5,15 +5,9 @@ value and its observers; a change in the kernel reaches the front end."""
 
 import time
 
-import zmq
+from sandpit_testing import raw_socket
 
 
-def raw_shell(k):
-    s = zmq.Context.instance().socket(zmq.DEALER)
-    s.linger = 0
-    info = k.km.get_connection_info()
-    s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["shell_port"]))
-    return s
 
 
 def wait_value(k, expr, want, timeout=10):
@@ -46,7 +40,7 @@ def test_int_slider_round_trip(fresh_kernel):
         {"model_id": comm_id}
 
     # the front end moves the slider
-    s = raw_shell(k)
+    s = raw_socket(k)
     k.kc.session.send(s, "comm_msg", {"comm_id": comm_id,
                                       "data": {"method": "backbone",
                                                "sync_data": {"value": 42}}})
@@ -91,7 +85,7 @@ def test_widget_front_end_connecting_first_is_answered(fresh_kernel):
     import uuid
     k = fresh_kernel
     assert k.value("'ipywidgets' in __import__('sys').modules") == "False"
-    s = raw_shell(k)
+    s = raw_socket(k)
     comm_id = uuid.uuid4().hex
     k.kc.session.send(s, "comm_open", {"comm_id": comm_id,
                                        "target_name": "jupyter.widget.version", "data": {}})
