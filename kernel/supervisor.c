@@ -489,16 +489,50 @@ static void read_channel(struct kernel *k, enum connection_channel ch)
     }
 }
 
+static void remove_tree(const char *path);
+
+/* Private folders are named sandpit-<pid>-XXXXXX. A kernel killed outright
+ * (SIGKILL, a crash) cannot remove its own: the next kernel removes those of
+ * this user whose process is gone. */
+static void remove_stale_tmpdirs(const char *base)
+{
+    DIR *d = opendir(base);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, "sandpit-", 8) != 0)
+            continue;
+        long pid = strtol(e->d_name + 8, &end, 10);
+        if (end == e->d_name + 8 || *end != '-' || pid <= 1)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive, or not ours to know */
+        char path[PATH_MAX];
+        struct stat st;
+        if (snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+            continue;
+        log_info("removing %s, left by a kernel that ended without cleaning up", path);
+        remove_tree(path);
+    }
+    closedir(d);
+}
+
 static int make_tmpdir(struct kernel *k)
 {
-    const char *base = getenv("TMPDIR");
+    const char *env = getenv("TMPDIR");
+    const char *base = env && *env == '/' ? env : "/tmp";
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/sandpit-XXXXXX", base && *base ? base : "/tmp");
+    snprintf(path, sizeof path, "%s/sandpit-%d-XXXXXX", base, (int)getpid());
     if (!mkdtemp(path)) {
-        snprintf(path, sizeof path, "/tmp/sandpit-XXXXXX");
+        base = "/tmp";
+        snprintf(path, sizeof path, "%s/sandpit-%d-XXXXXX", base, (int)getpid());
         if (!mkdtemp(path))
             return -errno;
     }
+    remove_stale_tmpdirs(base);
     k->tmpdir = strdup(path);
     return k->tmpdir ? 0 : -ENOMEM;
 }

@@ -204,7 +204,8 @@ def test_shutdown_exits_cleanly(jupyter_dir, tmp_path):
     k = start("sandpit", cwd=str(tmp_path))
     pid = k.km.provisioner.process.pid
     k.run("open('made-by-cell.txt', 'w').write('x')")
-    before = set(glob.glob("/tmp/sandpit-*"))
+    mine = glob.glob("/tmp/sandpit-%d-*" % pid)
+    assert len(mine) == 1  # the kernel's private temporary folder
     k.kc.shutdown()
     deadline = time.monotonic() + 10
     while k.km.is_alive() and time.monotonic() < deadline:
@@ -213,8 +214,7 @@ def test_shutdown_exits_cleanly(jupyter_dir, tmp_path):
     assert k.km.provisioner.process.returncode == 0
     # it removed its private temporary folder, and nothing it did not make
     assert (tmp_path / "made-by-cell.txt").exists()
-    after = set(glob.glob("/tmp/sandpit-*"))
-    assert len(before - after) >= 1
+    assert not os.path.exists(mine[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     k.kc.stop_channels()
@@ -305,3 +305,25 @@ def test_bad_connection_file_is_explained(tmp_path):
     proc = subprocess.run([SANDPIT, "kernel", "-f", str(tmp_path / "missing.json")],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0 and "missing.json" in proc.stderr
+
+
+def test_folders_left_by_killed_kernels_are_removed(jupyter_dir, tmp_path):
+    """A kernel killed outright cannot remove its private temporary folder; the
+    next kernel removes those whose process is gone (and only those)."""
+    import subprocess
+    import sys
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = "/tmp/sandpit-%d-test%s" % (dead.pid, os.urandom(3).hex())
+    alive = "/tmp/sandpit-%d-test%s" % (os.getpid(), os.urandom(3).hex())
+    for d in (stale, alive):
+        os.makedirs(os.path.join(d, "matplotlib"))
+    try:
+        k = start("sandpit", cwd=str(tmp_path))
+        stop(k)
+        assert not os.path.exists(stale)
+        assert os.path.exists(alive)
+    finally:
+        import shutil
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(alive, ignore_errors=True)
