@@ -166,6 +166,17 @@ def test_input_request(fresh_kernel):
     assert "allow_stdin" in reply["content"]["evalue"]
 
 
+def test_getpass_asks_for_a_password(fresh_kernel):
+    k = fresh_kernel
+    msg_id = k.kc.execute("import getpass\nsecret = getpass.getpass('Key: ')\n"
+                          "print(len(secret))", allow_stdin=True)
+    req = k.kc.get_stdin_msg(timeout=10)
+    assert req["content"] == {"prompt": "Key: ", "password": True}
+    k.kc.input("hunter2")
+    assert k.shell_reply(msg_id)["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(msg_id)) == "7\n"
+
+
 def test_interrupt_while_waiting_for_input(fresh_kernel):
     k = fresh_kernel
     k.run("z = 3")
