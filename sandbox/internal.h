@@ -37,9 +37,11 @@ int sandbox__caps_drop(struct sandbox_layer *l);
 int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer *l,
                             int *abi);
 
-/* Checks that no p->hidden_paths can be read from here; notes any that can in l (FAILED,
- * -EACCES). Run after every stage-1 layer. */
-int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l);
+/* Checks that no p->hidden_paths can be read from here; notes any that can in l. When
+ * can_hide (the mount namespace is in force), one that can is a failure (FAILED,
+ * -EACCES); otherwise a gap that the note states. Run after every stage-1 layer. */
+int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l,
+                          bool can_hide);
 
 /* no_new_privs, then the seccomp filters (see seccomp.c), synchronised to all threads. */
 int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer *l);

@@ -475,12 +475,20 @@ static bool readable(const char *path)
     return exposed;
 }
 
-int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l)
+int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l,
+                          bool can_hide)
 {
     int rc = 0;
     for (const char *const *h = p->hidden_paths; h && *h; h++) {
         if (!readable(*h))
             continue;
+        if (!can_hide) {
+            /* Neither a mount namespace nor Landlock on this machine: nothing
+             * can hide the file, and the report says so rather than refusing to
+             * run at all (the sandbox degrades, it does not pretend). */
+            sandbox__layer_note(l, "%s cannot be hidden on this machine", *h);
+            continue;
+        }
         if (rc == 0)
             l->state = SANDBOX_FAILED;
         sandbox__layer_note(l, "%s is still readable", *h);
