@@ -40,7 +40,9 @@ LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
 
 PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
-KERNEL_SRC   := $(filter-out kernel/main.c,$(wildcard kernel/*.c))
+# kernel/ and each of its folders (supervisor/, worker/, link/, ...): a new folder
+# needs no change here.
+KERNEL_SRC   := $(filter-out kernel/main.c,$(wildcard kernel/*.c kernel/*/*.c))
 PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
 LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/logo-svg.svg
 
@@ -123,7 +125,8 @@ unit-test: $(UNIT_BINS)
 integration-test: $(BIN)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
-C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] tests/unit/*.[ch])
+C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] kernel/*/*.[ch] \
+                     tests/unit/*.[ch])
 format-check:
 	@clang-format --dry-run --Werror $(C_FILES) && echo "format: clean"
 

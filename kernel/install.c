@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "embedded.h"
+#include "kernel/embedded.h"
 #include "kernel/options.h"
 
 static void usage(FILE *f)

@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "kernel/install.h"
-#include "kernel/kernel.h"
+#include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
-#include "kernel/supervisor.h"
-#include "kernel/worker.h"
+#include "kernel/supervisor/supervisor.h"
+#include "kernel/worker/worker.h"
 #include "sandbox/sandbox.h"
 
 static void usage(FILE *f)

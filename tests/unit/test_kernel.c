@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kernel/history.h"
-#include "kernel/link.h"
+#include "kernel/supervisor/history.h"
+#include "kernel/link/link.h"
 #include "kernel/options.h"
 #include "testing.h"
 

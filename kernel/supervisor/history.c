@@ -6,7 +6,7 @@
  * exclusive; "tail" returns the last n entries across sessions; "search"
  * matches a glob against the whole input and keeps the last n matches, with
  * "unique" dropping repeated inputs (the latest occurrence wins). */
-#include "kernel/history.h"
+#include "kernel/supervisor/history.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -7,7 +7,7 @@
  * signal handlers, and the modules to preload; then no-new-privileges and the
  * seccomp filter on every thread. Only then does the worker say hello, so no
  * request ever runs before the sandbox is locked. */
-#include "kernel/worker.h"
+#include "kernel/worker/worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,8 @@
 
 #include "kernel/log.h"
 #include "kernel/options.h"
-#include "kernel/pump.h"
-#include "kernel/pyrt.h"
+#include "kernel/worker/pump.h"
+#include "kernel/worker/pyrt.h"
 #include "sandbox/sandbox.h"
 
 static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -18,15 +18,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "kernel/pyrt.h"
+#include "kernel/worker/pyrt.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "embedded.h"
+#include "kernel/embedded.h"
 #include "kernel/log.h"
-#include "kernel/pump.h"
-#include "kernel/worker.h"
+#include "kernel/worker/pump.h"
+#include "kernel/worker/worker.h"
 
 #define PY_PREFIX "kernel/python/"
 

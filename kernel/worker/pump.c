@@ -14,7 +14,7 @@
  *
  * Output is cut at character boundaries: bytes of an incomplete UTF-8
  * sequence wait for the rest, and bytes that are not UTF-8 become U+FFFD. */
-#include "kernel/pump.h"
+#include "kernel/worker/pump.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "kernel/log.h"
-#include "kernel/worker.h"
+#include "kernel/worker/worker.h"
 
 #define FLUSH_MS  20
 #define SEND_AT   (256u << 10) /* send at once when this much is waiting */

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "kernel/child.h"
-#include "kernel/history.h"
+#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/history.h"
 #include "kernel/options.h"
 #include "protocol/connection.h"
 #include "protocol/msg.h"

@@ -7,7 +7,7 @@
  * SIGINT sent to the whole group (interrupt_mode "signal") reaches it once,
  * forwarded by the supervisor, not twice; and it asks to be killed if the
  * supervisor dies, so that no worker outlives its kernel. */
-#include "kernel/child.h"
+#include "kernel/supervisor/child.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/kernel.h"
+#include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
 #include "sandbox/sandbox.h"
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "kernel/link.h"
+#include "kernel/link/link.h"
 
 enum child_state {
     CHILD_DOWN,     /* no worker */

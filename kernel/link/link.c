@@ -5,7 +5,7 @@
  * reads and hands out whole frames; a length over LINK_MAX_FRAME or a body
  * whose inner lengths do not add up is reported as a corrupt stream, and the
  * supervisor then treats the worker as broken. */
-#include "kernel/link.h"
+#include "kernel/link/link.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -18,7 +18,7 @@
  * arrive on a signalfd, so a SIGINT or SIGCHLD is one more event in the loop.
  * Everything the worker does that could go wrong (dying, hanging, flooding)
  * is an event here, answered with an error on the request that was running. */
-#include "kernel/supervisor.h"
+#include "kernel/supervisor/supervisor.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,7 +37,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kernel/kernel.h"
+#include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
 
 #define START_TIMEOUT_S 60.0 /* a worker that has not said hello by then is stuck */

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kernel/link.h"
+#include "kernel/link/link.h"
 
 #define WORKER_LINK_FD 3
 
