@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel/embedded.h"
+#include "kernel/fsutil.h"
 #include "kernel/options.h"
 
 static void usage(FILE *f)
@@ -29,24 +29,6 @@ static void usage(FILE *f)
            "Writes a Jupyter kernelspec that starts this sandpit binary.\n\n"
            "kernel options (written into the kernelspec's argv):\n");
     options_usage(f);
-}
-
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -errno;
-    return 0;
 }
 
 static int write_file(const char *dir, const char *name, const void *data, size_t len)
@@ -199,7 +181,7 @@ int install_main(int argc, char **argv)
                              "interrupt_mode", interrupt_mode, "metadata", "debugger", 0);
     char *text = spec ? json_dumps(spec, JSON_INDENT(2)) : NULL;
     json_decref(spec);
-    if (!text || (rc = mkdir_p(dir)) != 0 ||
+    if (!text || (rc = fsutil_mkdir_p(dir, 0755)) != 0 ||
         (rc = write_file(dir, "kernel.json", text, strlen(text))) != 0) {
         fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
                 strerror(rc ? -rc : ENOMEM));

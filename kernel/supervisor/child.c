@@ -17,17 +17,10 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernel/log.h"
-
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "kernel/monotime.h"
 
 void child_init(struct child *c)
 {
@@ -223,7 +216,7 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
     c->pid = pid;
     c->fd = sv[0];
     c->state = CHILD_STARTING;
-    c->started_at = now_mono();
+    c->started_at = monotime_now();
     c->link_closed = false;
     c->out_len = 0;
     c->reader.off = c->reader.len = 0;

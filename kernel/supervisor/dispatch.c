@@ -24,6 +24,7 @@
 
 #include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
+#include "kernel/monotime.h"
 #include "sandbox/sandbox.h"
 
 #define DISPATCH_INTERRUPT_GRACE_S                                                       \
@@ -477,7 +478,7 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
         r->execution_count, "silent", r->silent, "store_history", r->store_history,
         "timeout", r->timeout_s, "max_output", (json_int_t)k->opts->max_output);
     sh->current = r;
-    r->sent_at = kernel_now();
+    r->sent_at = monotime_now();
     remember_parent(k, r);
     if (!w || kernel_send_worker(k, w, r->msg) != 0)
         log_warn("the request %s did not reach the worker", msg_id(r->msg));
@@ -567,7 +568,7 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
 
 static void arm_escalation(struct request *r)
 {
-    double deadline = kernel_now() + DISPATCH_INTERRUPT_GRACE_S;
+    double deadline = monotime_now() + DISPATCH_INTERRUPT_GRACE_S;
     if (!r->interrupt_deadline || deadline < r->interrupt_deadline)
         r->interrupt_deadline = deadline;
 }
@@ -860,7 +861,7 @@ static void worker_hello(struct kernel *k, json_t *obj)
         k->child.state = CHILD_READY;
         k->start_failures = 0;
         log_info("worker %d ready in %.0f ms", (int)k->child.pid,
-                 (kernel_now() - k->child.started_at) * 1000);
+                 (monotime_now() - k->child.started_at) * 1000);
     }
 }
 

@@ -103,7 +103,6 @@ void kernel_restart_worker(struct kernel *k, const char *why);
 /* Interrupts what the worker runs (SIGINT for the main shell, a note for
  * subshells) and arms the escalation to a restart. reason is for the log. */
 void kernel_interrupt(struct kernel *k, const char *reason);
-double kernel_now(void);
 
 /* dispatch.c */
 void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch);

@@ -20,7 +20,6 @@
  * is an event here, answered with an error on the request that was running. */
 #include "kernel/supervisor/supervisor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,25 +30,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
+#include "kernel/monotime.h"
+#include "kernel/supervisor/font_cache.h"
+#include "kernel/supervisor/tmpdir.h"
 
 #define START_TIMEOUT_S 60.0 /* a worker that has not said hello by then is stuck */
 #define MAX_FRAMES      1024 /* frames in one ZeroMQ message */
 #define DRAIN_BATCH     256  /* messages read from one socket per loop turn */
-
-double kernel_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* --- sockets ------------------------------------------------------------------ */
 
@@ -266,7 +259,7 @@ static void start_worker(struct kernel *k)
     char **argv = worker_argv(k);
     if (!argv) {
         log_error("out of memory starting the worker");
-        k->restart_at = kernel_now() + 1;
+        k->restart_at = monotime_now() + 1;
         return;
     }
     if (!k->worker_env)
@@ -277,7 +270,7 @@ static void start_worker(struct kernel *k)
     free(argv);
     if (rc) {
         log_error("cannot start the worker: %s", strerror(-rc));
-        k->restart_at = kernel_now() + 1;
+        k->restart_at = monotime_now() + 1;
     }
 }
 
@@ -327,7 +320,7 @@ static void worker_gone(struct kernel *k, int status)
             log_error(
                 "the worker failed to start %d times in a row; trying again in %.0f s",
                 k->start_failures, delay);
-            k->restart_at = kernel_now() + delay;
+            k->restart_at = monotime_now() + delay;
             dispatch_pump(k); /* answers queued requests with an error */
             return;
         }
@@ -384,7 +377,7 @@ static void read_worker(struct kernel *k)
 
 static void check_timers(struct kernel *k)
 {
-    double now = kernel_now();
+    double now = monotime_now();
     if (k->restart_at && now >= k->restart_at && k->child.state == CHILD_DOWN)
         start_worker(k);
     if (k->child.state == CHILD_STARTING && now - k->child.started_at > START_TIMEOUT_S) {
@@ -399,7 +392,7 @@ static void check_timers(struct kernel *k)
 
 static int poll_timeout_ms(struct kernel *k)
 {
-    double next = dispatch_next_deadline(k), now = kernel_now();
+    double next = dispatch_next_deadline(k), now = monotime_now();
     if (k->restart_at && (!next || k->restart_at < next))
         next = k->restart_at;
     if (k->child.state == CHILD_STARTING &&
@@ -489,194 +482,6 @@ static void read_channel(struct kernel *k, enum connection_channel ch)
     }
 }
 
-static void remove_tree(const char *path);
-
-/* Private folders are named sandpit-<pid>-XXXXXX. A kernel killed outright
- * (SIGKILL, a crash) cannot remove its own: the next kernel removes those of
- * this user whose process is gone. */
-static void remove_stale_tmpdirs(const char *base)
-{
-    DIR *d = opendir(base);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char *end;
-        if (strncmp(e->d_name, "sandpit-", 8) != 0)
-            continue;
-        long pid = strtol(e->d_name + 8, &end, 10);
-        if (end == e->d_name + 8 || *end != '-' || pid <= 1)
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* alive, or not ours to know */
-        char path[PATH_MAX];
-        struct stat st;
-        if (snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
-            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
-            continue;
-        log_info("removing %s, left by a kernel that ended without cleaning up", path);
-        remove_tree(path);
-    }
-    closedir(d);
-}
-
-static int make_tmpdir(struct kernel *k)
-{
-    const char *env = getenv("TMPDIR");
-    const char *base = env && *env == '/' ? env : "/tmp";
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/sandpit-%d-XXXXXX", base, (int)getpid());
-    if (!mkdtemp(path)) {
-        base = "/tmp";
-        snprintf(path, sizeof path, "%s/sandpit-%d-XXXXXX", base, (int)getpid());
-        if (!mkdtemp(path))
-            return -errno;
-    }
-    remove_stale_tmpdirs(base);
-    k->tmpdir = strdup(path);
-    return k->tmpdir ? 0 : -ENOMEM;
-}
-
-/* --- matplotlib's font cache -------------------------------------------------------
- * A worker's matplotlib writes its font list into the private temporary folder,
- * which goes with the kernel; building it again costs a third of a second at
- * every first chart. The supervisor keeps the file in the user's cache folder
- * (~/.cache/sandpit/matplotlib): copied in when the folder is made, copied back
- * (if there is none yet) when the kernel ends. It is written by sandboxed code,
- * so only a modest regular file named like matplotlib's is taken, and a stale
- * or damaged one costs nothing: matplotlib checks its version and rebuilds. */
-
-#define FONT_CACHE_MAX (4u << 20)
-
-static int font_cache_dir(char *buf, size_t len)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (xdg && *xdg == '/')
-        n = snprintf(buf, len, "%s/sandpit/matplotlib", xdg);
-    else if (home && *home == '/')
-        n = snprintf(buf, len, "%s/.cache/sandpit/matplotlib", home);
-    else
-        return -ENOENT;
-    return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-static bool font_cache_name(const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(name, "fontlist-", 9) == 0 && n > 14 && n < 64 &&
-           strcmp(name + n - 5, ".json") == 0 && !strchr(name, '/');
-}
-
-/* Copies the regular file name in from_dir (not a symbolic link: the folder
- * is the sandboxed code's to change), of at most FONT_CACHE_MAX bytes, into
- * dir, through a temporary name and a rename, so a reader never sees half a
- * file. */
-static void copy_small_file(int from_dir, const char *name, const char *dir)
-{
-    char to[PATH_MAX], tmp[PATH_MAX];
-    if (snprintf(to, sizeof to, "%s/%s", dir, name) >= (int)sizeof to ||
-        snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, name, (int)getpid()) >=
-            (int)sizeof tmp)
-        return;
-    int in = openat(from_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (in < 0)
-        return;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-        st.st_size > FONT_CACHE_MAX || !(buf = malloc((size_t)st.st_size)) ||
-        read(in, buf, (size_t)st.st_size) != st.st_size) {
-        free(buf);
-        close(in);
-        return;
-    }
-    close(in);
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (out >= 0) {
-        bool ok = write(out, buf, (size_t)st.st_size) == st.st_size;
-        ok &= close(out) == 0;
-        if (!ok || rename(tmp, to) != 0)
-            unlink(tmp);
-    }
-    free(buf);
-}
-
-static void copy_font_cache(const char *from_dir, const char *to_dir, bool only_new)
-{
-    int dfd = open(from_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!font_cache_name(e->d_name))
-            continue;
-        char existing[PATH_MAX];
-        if (snprintf(existing, sizeof existing, "%s/%s", to_dir, e->d_name) >=
-            (int)sizeof existing)
-            continue;
-        if (only_new && access(existing, F_OK) == 0)
-            continue;
-        copy_small_file(dfd, e->d_name, to_dir);
-    }
-    closedir(d);
-}
-
-static void font_cache_in(struct kernel *k)
-{
-    char cache[PATH_MAX], mine[PATH_MAX];
-    if (font_cache_dir(cache, sizeof cache) != 0 ||
-        snprintf(mine, sizeof mine, "%s/matplotlib", k->tmpdir) >= (int)sizeof mine ||
-        mkdir(mine, 0700) != 0)
-        return;
-    copy_font_cache(cache, mine, false);
-}
-
-static void font_cache_out(struct kernel *k)
-{
-    char cache[PATH_MAX], mine[PATH_MAX];
-    if (font_cache_dir(cache, sizeof cache) != 0 ||
-        snprintf(mine, sizeof mine, "%s/matplotlib", k->tmpdir) >= (int)sizeof mine)
-        return;
-    /* mkdir -p of the cache folder, owner only */
-    for (char *p = cache + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        mkdir(cache, 0700);
-        *p = '/';
-    }
-    mkdir(cache, 0700);
-    copy_font_cache(mine, cache, true);
-}
-
-/* Removes the tree we made, without following symbolic links out of it. */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char sub[PATH_MAX];
-            if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
-                continue;
-            struct stat st;
-            if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-                remove_tree(sub);
-            else
-                unlink(sub);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
-
 static int kernel_init(struct kernel *k, struct options *opts)
 {
     memset(k, 0, sizeof *k);
@@ -724,11 +529,11 @@ static int kernel_init(struct kernel *k, struct options *opts)
     }
     free(opts->workspace);
     opts->workspace = k->workspace = strdup(real);
-    if ((rc = make_tmpdir(k))) {
+    if ((rc = tmpdir_make(&k->tmpdir))) {
         log_error("cannot make a private temporary folder: %s", strerror(-rc));
         return rc;
     }
-    font_cache_in(k);
+    font_cache_in(k->tmpdir);
     free(opts->tmpdir);
     opts->tmpdir = strdup(k->tmpdir);
     char conn_real[PATH_MAX];
@@ -773,8 +578,8 @@ static void kernel_release(struct kernel *k)
     if (k->sigfd >= 0)
         close(k->sigfd);
     if (k->tmpdir) {
-        font_cache_out(k);
-        remove_tree(k->tmpdir);
+        font_cache_out(k->tmpdir);
+        tmpdir_remove(k->tmpdir);
     }
     free(k->tmpdir);
 }

@@ -28,10 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernel/log.h"
+#include "kernel/monotime.h"
 #include "kernel/worker/worker.h"
 
 #define FLUSH_MS  20
@@ -57,9 +57,7 @@ static unsigned long cap_bytes, sent_bytes, dropped_bytes;
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1000 + (double)ts.tv_nsec / 1e6;
+    return monotime_now() * 1000;
 }
 
 /* Length of a valid UTF-8 sequence starting at p (1..4), 0 if invalid, or -1

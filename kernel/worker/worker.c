@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/fsutil.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
 #include "kernel/worker/pump.h"
@@ -103,20 +103,6 @@ static const char *const python_ro_paths[] = {
     "/usr", "/lib", "/lib64", "/etc/python3.11", NULL,
 };
 
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        mkdir(buf, 0700);
-        *p = '/';
-    }
-    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -errno;
-}
-
 static void set_environment(const struct options *o)
 {
     char path[4096];
@@ -142,7 +128,7 @@ static void set_environment(const struct options *o)
     setenv("XDG_CACHE_HOME", o->tmpdir, 1);
     /* matplotlib writes its font cache here; the inline backend is ours. */
     snprintf(path, sizeof path, "%s/matplotlib", o->tmpdir);
-    mkdir_p(path);
+    fsutil_mkdir_p(path, 0700);
     setenv("MPLCONFIGDIR", path, 1);
     setenv("MPLBACKEND", "module://sandpit.mpl_backend", 1);
     setenv("PYTHONDONTWRITEBYTECODE", "1", 1);

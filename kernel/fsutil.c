@@ -1,0 +1,60 @@
+/* fsutil: mkdir -p and rm -rf, for folders the kernel owns.
+ *
+ * mkdir -p goes on past failures on the way down: a parent that exists but
+ * may not be written (/home) can answer EACCES rather than EEXIST, so only the
+ * last folder decides the result; when it fails for want of a parent, the
+ * error that kept the parent from being made is the one reported. */
+#include "kernel/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fsutil_mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    int parent_err = 0;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, mode) != 0 && errno != EEXIST)
+            parent_err = errno;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) == 0)
+        return 0;
+    int err = errno;
+    struct stat st;
+    if (err == EEXIST)
+        return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+    return -(err == ENOENT && parent_err ? parent_err : err);
+}
+
+void fsutil_remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char sub[PATH_MAX];
+            if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
+                continue;
+            struct stat st;
+            if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+                fsutil_remove_tree(sub);
+            else
+                unlink(sub);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}

@@ -1,0 +1,19 @@
+/* fsutil: the file-system chores that several modules share: making a folder
+ * with its parents (the worker's caches, a kernelspec, the font cache) and
+ * removing a tree that the kernel made (its private temporary folder).
+ * Paths are borrowed; nothing here keeps memory. */
+#ifndef SANDPIT_FSUTIL_H
+#define SANDPIT_FSUTIL_H
+
+#include <sys/types.h>
+
+/* mkdir -p: makes path and the folders above it that are missing, each with
+ * mode. 0 when path is a folder afterwards (made now or before), or -errno. */
+int fsutil_mkdir_p(const char *path, mode_t mode);
+
+/* rm -rf of a tree the kernel made, never following a symbolic link out of it
+ * (the sandboxed code can put links in it). Errors are ignored: what cannot
+ * be removed stays. */
+void fsutil_remove_tree(const char *path);
+
+#endif
