@@ -28,6 +28,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 PY_CFLAGS  := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags python3-embed 2>/dev/null))
 PY_LIBS    := $(shell pkg-config --libs python3-embed 2>/dev/null)
 PY_VERSION := $(shell $(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null)
+PY_SHORT   := $(subst $() ,.,$(wordlist 1,2,$(subst ., ,$(PY_VERSION))))
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wformat=2 -Wvla -fno-common
@@ -35,6 +36,7 @@ CFLAGS ?= -O2 -g
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(BUILD) \
               $(PKG_CFLAGS) $(PY_CFLAGS) -DSANDPIT_PY_VERSION='"$(PY_VERSION)"' \
+              -DSANDPIT_PY_SHORT='"$(PY_SHORT)"' \
               -DSANDPIT_PYTHON='"$(PYTHON)"' -MMD -MP
 LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
 

@@ -169,7 +169,6 @@ int install_main(int argc, char **argv)
     json_t *jargv = json_array();
     for (size_t i = 0; i < 4; i++)
         json_array_append_new(jargv, json_string(head[i]));
-    o.log_level = o.log_level; /* written only when not the default */
     kargc = options_to_argv(&o, &kargv, 0);
     for (int i = 0; i < kargc; i++) {
         json_array_append_new(jargv, json_string(kargv[i]));

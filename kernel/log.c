@@ -32,11 +32,6 @@ int log_parse_level(const char *name, enum log_level *out)
     return -EINVAL;
 }
 
-enum log_level log_get_level(void)
-{
-    return log_threshold;
-}
-
 const char *log_level_name(enum log_level level)
 {
     return level <= LOG_DEBUG ? names[level] : "?";

@@ -10,7 +10,6 @@ enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 void log_init(const char *role, enum log_level level, int fd);
 /* Parses "error", "warning", "info", "debug"; -EINVAL for anything else. */
 int log_parse_level(const char *name, enum log_level *out);
-enum log_level log_get_level(void);
 const char *log_level_name(enum log_level level);
 
 void log_msg(enum log_level level, const char *fmt, ...)

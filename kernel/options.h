@@ -32,9 +32,8 @@ void options_init(struct options *o);
 void options_release(struct options *o);
 
 /* Parses the options that follow a subcommand (argv[0] is the subcommand).
- * Unknown options are an error unless allow_unknown, in which case they are
- * left for the caller (optind-style: *next is the first unparsed index).
- * Returns 0 or -EINVAL with a sentence in err. */
+ * An unknown option or a stray argument is an error. Returns 0, or -EINVAL
+ * (-ENOMEM) with a sentence in err. */
 int options_parse(struct options *o, int argc, char **argv, char *err, size_t errlen);
 
 /* Checks that the values make sense together. 0 or -EINVAL with err. */

@@ -35,22 +35,6 @@ int msg_session_init(struct msg_session *s, const char *username)
     return 0;
 }
 
-struct msg *msg_new(void)
-{
-    struct msg *m = calloc(1, sizeof *m);
-    if (!m)
-        return NULL;
-    m->header = json_object();
-    m->parent_header = json_object();
-    m->metadata = json_object();
-    m->content = json_object();
-    if (!m->header || !m->parent_header || !m->metadata || !m->content) {
-        msg_free(m);
-        return NULL;
-    }
-    return m;
-}
-
 void msg_free(struct msg *m)
 {
     if (!m)

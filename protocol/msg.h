@@ -38,8 +38,6 @@ struct msg {
     size_t nbuffers;
 };
 
-/* An empty message: no identities, four empty objects. NULL on failure. */
-struct msg *msg_new(void);
 void msg_free(struct msg *m);
 
 /* Verifies and parses a received frame list. On success *out is a new msg

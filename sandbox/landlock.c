@@ -118,7 +118,6 @@ static const struct rule system_rules[] = {
     {"/etc/mime.types", RO},
     {"/etc/matplotlibrc", RO},
     {"/etc/fonts", RO},
-    {"/etc/python3.11", RO},
     {"/etc/ssl/certs", RO}, /* not /etc/ssl: /etc/ssl/private holds keys */
     {"/etc/ssl/openssl.cnf", RO},
     {"/var/cache/fontconfig", RO},

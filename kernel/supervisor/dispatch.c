@@ -34,8 +34,7 @@ typedef void (*handler_fn)(struct kernel *k, struct request *req);
 
 struct handler {
     const char *msg_type;
-    handler_fn fn;   /* supervisor handlers; NULL: the worker answers */
-    bool for_worker; /* queued for the worker */
+    handler_fn fn; /* supervisor handlers; NULL: queued for the worker */
 };
 
 void request_free(struct request *r)
@@ -144,8 +143,9 @@ static void handle_kernel_info(struct kernel *k, struct request *req)
         "python", "version", k->python_version, "mimetype", "text/x-python",
         "codemirror_mode", "name", "ipython", "version", 3, "pygments_lexer", "ipython3",
         "nbconvert_exporter", "python", "file_extension", ".py", "banner", banner,
-        "help_links", "text", "Python Reference", "url", "https://docs.python.org/3.11/",
-        "debugger", 0, "supported_features", "kernel subshells");
+        "help_links", "text", "Python Reference", "url",
+        "https://docs.python.org/" SANDPIT_PY_SHORT "/", "debugger", 0,
+        "supported_features", "kernel subshells");
     if (c)
         json_object_set_new(c, "sandpit", sandbox_summary(k));
     kernel_reply(k, req, "kernel_info_reply", &c, NULL);
@@ -400,22 +400,22 @@ static void handle_list_subshell(struct kernel *k, struct request *req)
 }
 
 static const struct handler handlers[] = {
-    {"kernel_info_request", handle_kernel_info, false},
-    {"history_request", handle_history, false},
-    {"shutdown_request", handle_shutdown, false},
-    {"interrupt_request", handle_interrupt, false},
-    {"create_subshell_request", handle_create_subshell, false},
-    {"delete_subshell_request", handle_delete_subshell, false},
-    {"list_subshell_request", handle_list_subshell, false},
-    {"execute_request", NULL, true},
-    {"is_complete_request", NULL, true},
-    {"complete_request", NULL, true},
-    {"inspect_request", NULL, true},
-    {"comm_info_request", NULL, true},
+    {"kernel_info_request", handle_kernel_info},
+    {"history_request", handle_history},
+    {"shutdown_request", handle_shutdown},
+    {"interrupt_request", handle_interrupt},
+    {"create_subshell_request", handle_create_subshell},
+    {"delete_subshell_request", handle_delete_subshell},
+    {"list_subshell_request", handle_list_subshell},
+    {"execute_request", NULL},
+    {"is_complete_request", NULL},
+    {"complete_request", NULL},
+    {"inspect_request", NULL},
+    {"comm_info_request", NULL},
     /* Comm messages from the front end: the worker handles them; no reply. */
-    {"comm_open", NULL, true},
-    {"comm_msg", NULL, true},
-    {"comm_close", NULL, true},
+    {"comm_open", NULL},
+    {"comm_msg", NULL},
+    {"comm_close", NULL},
 };
 
 static const struct handler *find_handler(const char *type)
@@ -537,7 +537,7 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
         request_free(r);
         return;
     }
-    if (!h->for_worker) {
+    if (h->fn) {
         begin(k, r);
         h->fn(k, r);
         end(k, r);
@@ -555,7 +555,6 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
         request_free(r);
         return;
     }
-    snprintf(r->shell_id, sizeof r->shell_id, "%s", sh->id);
     if (strcmp(type, "execute_request") == 0 && !prepare_execute(k, r)) {
         request_free(r);
         return;
@@ -857,12 +856,10 @@ static void worker_hello(struct kernel *k, json_t *obj)
         json_decref(k->sandbox_report);
         k->sandbox_report = json_incref(report);
     }
-    if (k->child.state == CHILD_STARTING) {
-        k->child.state = CHILD_READY;
-        k->start_failures = 0;
-        log_info("worker %d ready in %.0f ms", (int)k->child.pid,
-                 (monotime_now() - k->child.started_at) * 1000);
-    }
+    k->child.state = CHILD_READY;
+    k->start_failures = 0;
+    log_info("worker %d ready in %.0f ms", (int)k->child.pid,
+             (monotime_now() - k->child.started_at) * 1000);
 }
 
 static void worker_reply(struct kernel *k, json_t *obj)

@@ -25,8 +25,7 @@
 /* A request from a client that the worker must answer. */
 struct request {
     struct msg *msg;
-    enum connection_channel channel;    /* where the reply goes: shell or control */
-    char shell_id[KERNEL_SHELL_ID_MAX]; /* "" for the main shell */
+    enum connection_channel channel; /* where the reply goes: shell or control */
     struct request *next;
     /* execute_request only */
     int execution_count;

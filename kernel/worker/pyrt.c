@@ -323,9 +323,8 @@ static void fmt_exception(char *err, size_t errlen, const char *what)
     PyErr_Clear();
 }
 
-int pyrt_init(const struct options *o, char *err, size_t errlen)
+int pyrt_init(char *err, size_t errlen)
 {
-    (void)o;
     if (PyImport_AppendInittab("_sandpit", sp_init) < 0) {
         snprintf(err, errlen, "cannot register _sandpit");
         return -1;

@@ -7,12 +7,10 @@
 
 #include <stddef.h>
 
-#include "kernel/options.h"
-
 /* Initialises CPython with its signal handlers (so SIGINT raises
  * KeyboardInterrupt), makes the embedded runtime importable and imports it.
  * 0, or -1 with a sentence in err. */
-int pyrt_init(const struct options *o, char *err, size_t errlen);
+int pyrt_init(char *err, size_t errlen);
 
 /* Imports each module of a comma-separated list; a failure is logged, not fatal. */
 void pyrt_preload(const char *modules);

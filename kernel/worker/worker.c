@@ -100,7 +100,7 @@ int worker_recv(struct link_frame *out, bool block)
 
 /* The folders the interpreter reads: its prefix and where packages live. */
 static const char *const python_ro_paths[] = {
-    "/usr", "/lib", "/lib64", "/etc/python3.11", NULL,
+    "/usr", "/lib", "/lib64", "/etc/python" SANDPIT_PY_SHORT, NULL,
 };
 
 static void set_environment(const struct options *o)
@@ -195,7 +195,7 @@ int worker_main(int argc, char **argv)
         return 3;
     }
 
-    if (pyrt_init(&o, err, sizeof err) != 0) {
+    if (pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
         return 4;
     }

@@ -139,6 +139,9 @@ static _Noreturn void worker(const struct env *e)
     sandbox_policy_init(&p);
     p.workspace = e->ws;
     p.tmpdir = e->td;
+    /* As the worker does: Debian's site-packages configuration lives here. */
+    static const char *const python_paths[] = {"/etc/python" SANDPIT_PY_SHORT, NULL};
+    p.ro_paths = python_paths;
     p.memory_bytes = UNDER_ASAN ? 0 : 2ull << 30;
     p.max_file_bytes = 1 << 20;
     sandbox_report_init(&r);
