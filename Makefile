@@ -55,6 +55,10 @@ BIN     := $(BUILD)/sandpit
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
+# Made by a pattern rule only, so make would delete it as an intermediate file
+# after linking, and the next make (unit-test, after all) would compile and
+# link every unit test again.
+.SECONDARY: $(UNIT_SUPPORT)
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
         install uninstall clean

@@ -21,13 +21,39 @@
 
 #include "kernel/log.h"
 #include "kernel/monotime.h"
+#include "kernel/supervisor/loop.h"
 
-void child_init(struct child *c)
+#define READ_TURNS 64 /* reads of the link per event, so a flood cannot hold the loop */
+
+struct child {
+    struct loop *loop;
+    struct child_events ev;
+    pid_t pid;
+    enum child_state state;
+    int fd; /* the supervisor's end of the link, non-blocking; -1 when down */
+    long long fd_event;
+    struct link_reader reader;
+    unsigned char *out; /* bytes not yet written to the link */
+    size_t out_len, out_cap;
+    double started_at; /* monotonic seconds */
+    bool link_closed;  /* the link closed before the process ended */
+    int log_fd;        /* the read end of the worker's fd 2; -1 when none */
+    long long log_event;
+    char log_buf[1024];
+    size_t log_len;
+};
+
+struct child *child_new(struct loop *loop, const struct child_events *events)
 {
-    memset(c, 0, sizeof *c);
+    struct child *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->loop = loop;
+    c->ev = *events;
     c->fd = -1;
     c->log_fd = -1;
     link_reader_init(&c->reader);
+    return c;
 }
 
 /* Names, and prefixes ending in '*', of variables a sandboxed cell may see. */
@@ -105,16 +131,30 @@ void child_free_environment(char **envp)
     free(envp);
 }
 
-void child_read_log(struct child *c)
+static void close_log(struct child *c)
 {
+    if (c->log_fd < 0)
+        return;
+    loop_del_file(c->loop, c->log_event);
+    close(c->log_fd);
+    c->log_fd = -1;
+    c->log_event = 0;
+}
+
+/* The log pipe is readable: its whole lines go to the kernel's log, marked as
+ * the worker's, with control characters removed (a cell can write there too). */
+static void on_log(struct loop *l, long long id, int events, void *data)
+{
+    (void)l;
+    (void)id;
+    (void)events;
+    struct child *c = data;
     for (;;) {
         ssize_t n =
             read(c->log_fd, c->log_buf + c->log_len, sizeof c->log_buf - c->log_len);
         if (n <= 0) {
-            if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                close(c->log_fd);
-                c->log_fd = -1;
-            }
+            if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                close_log(c);
             return;
         }
         c->log_len += (size_t)n;
@@ -141,14 +181,92 @@ void child_read_log(struct child *c)
     }
 }
 
-void child_release(struct child *c)
+void child_free(struct child *c)
 {
+    if (!c)
+        return;
     child_stop(c);
-    if (c->log_fd >= 0)
-        close(c->log_fd);
+    close_log(c);
     link_reader_release(&c->reader);
     free(c->out);
-    child_init(c);
+    free(c);
+}
+
+/* The link is closed (the worker died, or its code closed fd 3): the worker is
+ * of no more use. SIGCHLD finishes the job. */
+static void close_link(struct child *c)
+{
+    loop_del_file(c->loop, c->fd_event);
+    close(c->fd);
+    c->fd = -1;
+    c->fd_event = 0;
+    c->out_len = 0;
+    c->reader.off = c->reader.len = 0;
+}
+
+static int flush_out(struct child *c)
+{
+    while (c->out_len) {
+        ssize_t n = write(c->fd, c->out, c->out_len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                break;
+            return -errno;
+        }
+        memmove(c->out, c->out + n, c->out_len - (size_t)n);
+        c->out_len -= (size_t)n;
+    }
+    /* Wait for the link to be writable only while something is waiting. */
+    loop_set_events(c->loop, c->fd_event, LOOP_READABLE | (c->out_len ? LOOP_WRITABLE : 0));
+    return 0;
+}
+
+static void read_link(struct child *c)
+{
+    for (int turn = 0; turn < READ_TURNS && c->fd >= 0; turn++) {
+        ssize_t n = link_reader_fill(&c->reader, c->fd);
+        if (n == -EAGAIN || n == -EINTR)
+            break;
+        if (n <= 0) {
+            log_debug("the link to the worker closed (%s)",
+                      n ? strerror((int)-n) : "EOF");
+            close_link(c);
+            c->link_closed = true;
+            if (c->pid > 0)
+                kill(c->pid, SIGKILL);
+            return;
+        }
+        struct link_frame f;
+        int rc;
+        long long event = c->fd_event;
+        while ((rc = link_reader_next(&c->reader, &f)) == 1) {
+            c->ev.frame(c->ev.data, &f);
+            link_frame_release(&f);
+            if (c->fd_event != event)
+                return; /* stopped, maybe started again, by the frame's handler */
+        }
+        if (rc < 0) {
+            log_error("the worker sent a corrupt frame; restarting it");
+            c->ev.corrupt(c->ev.data);
+            return;
+        }
+    }
+}
+
+static void on_link(struct loop *l, long long id, int events, void *data)
+{
+    (void)l;
+    (void)id;
+    struct child *c = data;
+    if (events & LOOP_WRITABLE) {
+        int rc = flush_out(c);
+        if (rc)
+            log_warn("cannot write to the worker: %s", strerror(-rc));
+    }
+    if (events & LOOP_READABLE)
+        read_link(c);
 }
 
 int child_start(struct child *c, char *const argv[], char *const envp[])
@@ -207,8 +325,7 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
     close(sv[1]);
     close(devnull);
     close(logp[1]);
-    if (c->log_fd >= 0)
-        close(c->log_fd);
+    close_log(c);
     c->log_fd = logp[0];
     c->log_len = 0;
     fcntl(c->log_fd, F_SETFL, fcntl(c->log_fd, F_GETFL) | O_NONBLOCK);
@@ -220,6 +337,14 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
     c->link_closed = false;
     c->out_len = 0;
     c->reader.off = c->reader.len = 0;
+    long long lid = loop_add_fd(c->loop, c->log_fd, LOOP_READABLE, LOOP_RANK_WORKER_LOG,
+                                on_log, c);
+    long long fid =
+        loop_add_fd(c->loop, c->fd, LOOP_READABLE, LOOP_RANK_WORKER_LINK, on_link, c);
+    c->log_event = lid > 0 ? lid : 0;
+    c->fd_event = fid > 0 ? fid : 0;
+    if (fid <= 0)
+        log_error("cannot watch the link to the worker: %s", strerror((int)-fid));
     log_info("started worker %d", (int)pid);
     return 0;
 }
@@ -229,29 +354,9 @@ void child_stop(struct child *c)
     if (c->pid > 0)
         kill(c->pid, SIGKILL);
     if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
+        close_link(c);
     c->pid = 0;
     c->state = CHILD_DOWN;
-    c->out_len = 0;
-    c->reader.off = c->reader.len = 0;
-}
-
-int child_flush(struct child *c)
-{
-    while (c->out_len) {
-        ssize_t n = write(c->fd, c->out, c->out_len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-                return 0;
-            return -errno;
-        }
-        memmove(c->out, c->out + n, c->out_len - (size_t)n);
-        c->out_len -= (size_t)n;
-    }
-    return 0;
 }
 
 int child_send(struct child *c, const char *json, size_t len,
@@ -279,16 +384,37 @@ int child_send(struct child *c, const char *json, size_t len,
     memcpy(c->out + c->out_len, frame, flen);
     c->out_len += flen;
     free(frame);
-    return child_flush(c);
-}
-
-bool child_has_pending(const struct child *c)
-{
-    return c->fd >= 0 && c->out_len > 0;
+    return flush_out(c);
 }
 
 void child_signal(struct child *c, int sig)
 {
     if (c->pid > 0)
         kill(c->pid, sig);
+}
+
+enum child_state child_state(const struct child *c)
+{
+    return c->state;
+}
+
+void child_set_ready(struct child *c)
+{
+    if (c->state == CHILD_STARTING)
+        c->state = CHILD_READY;
+}
+
+pid_t child_pid(const struct child *c)
+{
+    return c->pid;
+}
+
+double child_age(const struct child *c)
+{
+    return monotime_now() - c->started_at;
+}
+
+bool child_link_closed(const struct child *c)
+{
+    return c->link_closed;
 }

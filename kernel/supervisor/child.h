@@ -1,8 +1,10 @@
-/* child: the worker process as the supervisor sees it.
+/* child: the worker's process and its link, as the supervisor sees them.
  * Starts the worker (fork, then exec of this same binary, so that nothing of
- * the supervisor's memory, above all the HMAC key, reaches it), carries framed
- * messages to it without ever blocking, and ends it. The struct owns the pid,
- * the link's descriptor and both buffers. */
+ * the supervisor's memory, above all the HMAC key, reaches it), carries frames
+ * to it without ever blocking, hands each frame it sends to a callback, relays
+ * its log, and ends it. The link's and the log's descriptors are file events
+ * of the loop while the worker lives. The struct is opaque: it owns the pid,
+ * both descriptors and both buffers. */
 #ifndef SANDPIT_CHILD_H
 #define SANDPIT_CHILD_H
 
@@ -12,34 +14,59 @@
 
 #include "kernel/link/link.h"
 
+struct loop;
+struct child;
+
 enum child_state {
     CHILD_DOWN,     /* no worker */
     CHILD_STARTING, /* started, has not said hello yet */
     CHILD_READY,    /* serving requests */
 };
 
-struct child {
-    pid_t pid;
-    int fd; /* the supervisor's end of the link, non-blocking; -1 when down */
-    enum child_state state;
-    struct link_reader reader;
-    unsigned char *out; /* bytes not yet written to the link */
-    size_t out_len, out_cap;
-    double started_at; /* monotonic seconds */
-    bool link_closed;  /* the link closed before the process ended */
-    int log_fd;        /* the read end of the worker's fd 2; -1 when none */
-    char log_buf[1024];
-    size_t log_len;
+/* Where the worker's frames go. */
+struct child_events {
+    void *data;
+    /* A whole frame from the worker (borrowed for the call). The child may be
+     * stopped and started again from inside. */
+    void (*frame)(void *data, const struct link_frame *f);
+    /* The worker broke the link's framing: it is of no more use. */
+    void (*corrupt)(void *data);
 };
 
-void child_init(struct child *c);
-void child_release(struct child *c);
+/* A child with no process, whose descriptors will be watched by loop (both
+ * borrowed: they outlive it). NULL when out of memory; child_free stops the
+ * worker and accepts NULL. */
+struct child *child_new(struct loop *loop, const struct child_events *events);
+void child_free(struct child *c);
 
 /* Starts a worker: argv[0] is ignored and replaced by this binary; envp is
  * its whole environment. The worker gets the link as fd 3, /dev/null as stdin
- * and stdout, a pipe for its log as fd 2 (read with child_read_log), and
- * nothing else. 0 or -errno. */
+ * and stdout, a pipe for its log as fd 2 (relayed to the kernel's log, marked
+ * as the worker's), and nothing else. 0 or -errno. */
 int child_start(struct child *c, char *const argv[], char *const envp[]);
+
+/* Kills the worker (SIGKILL) and closes the link; the pid is left for the
+ * SIGCHLD handler to reap. Safe on a child that is down. */
+void child_stop(struct child *c);
+
+/* Queues a frame (JSON and binary buffers, both borrowed) for the worker and
+ * writes what the link takes now; the rest goes when the link is writable.
+ * 0, or -errno when there is no link or it is broken. */
+int child_send(struct child *c, const char *json, size_t len,
+               const struct wire_frame *buffers, size_t nbuffers);
+
+/* Sends a signal to the worker if there is one. */
+void child_signal(struct child *c, int sig);
+
+enum child_state child_state(const struct child *c);
+/* The worker said hello: from STARTING to READY. */
+void child_set_ready(struct child *c);
+/* The worker's pid, 0 when down. */
+pid_t child_pid(const struct child *c);
+/* Seconds since it was started. */
+double child_age(const struct child *c);
+/* Whether its link closed before its process ended (its code closed fd 3). */
+bool child_link_closed(const struct child *c);
 
 /* The environment a worker gets (a new NULL-terminated array of new strings;
  * free with child_free_environment): with the sandbox on, only variables known
@@ -47,27 +74,5 @@ int child_start(struct child *c, char *const argv[], char *const envp[]);
  * server's environment can hold tokens and credentials. */
 char **child_environment(bool sandbox, const char *pass_env);
 void child_free_environment(char **envp);
-
-/* Reads the worker's log pipe and writes its lines to the kernel's log, marked
- * as the worker's, with control characters removed (a cell can write there
- * too). Call when the pipe is readable. */
-void child_read_log(struct child *c);
-
-/* Kills the worker (SIGKILL) and closes the link; the pid is left for the
- * SIGCHLD handler to reap. Safe on a child that is down. */
-void child_stop(struct child *c);
-
-/* Queues a frame (JSON and binary buffers, both borrowed) for the worker and
- * writes what the link takes now. 0, or -errno when the link is broken. */
-int child_send(struct child *c, const char *json, size_t len,
-               const struct wire_frame *buffers, size_t nbuffers);
-
-/* Writes queued bytes (call when the link is writable). 0 or -errno. */
-int child_flush(struct child *c);
-
-bool child_has_pending(const struct child *c);
-
-/* Sends a signal to the worker if there is one. */
-void child_signal(struct child *c, int sig);
 
 #endif

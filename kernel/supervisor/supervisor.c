@@ -1,29 +1,31 @@
-/* supervisor: the kernel process that the client talks to.
+/* supervisor: `sandpit kernel`, the process that a Jupyter client talks to.
+ * This file sets everything up, wires it together and runs the loop; a reader
+ * who follows one execute_request goes down the files in this order:
  *
- * The path of one cell, and where each step lives:
- *
- *   zmq frames --recv_frames--> msg_parse (wire_split, sign_verify)       protocol/
- *     --> dispatch_msg: by channel and msg_type; status busy              dispatch.c
- *     --> kernel_send_worker --> child_send: the request on the link      child.c
- *     --> worker: py_execute, streams, displays, result                   worker.c,
- * pyrt.c
- *     --> dispatch_worker_frame: events back from the link                dispatch.c
- *     --> kernel_publish / kernel_reply: msg_make, msg_serialize, send    here
- *     --> status idle                                                     dispatch.c
+ *   loop.c        loop_run: zmq_poll; the shell socket is readable
+ *   channels.c    channels_drain: recv_frames, msg_parse (wire_split,
+ *                 sign_verify: protocol/), then the sink below
+ *   dispatch.c    dispatch_msg: the table says the worker answers it
+ *   shells.c      shells_submit: queued in its shell; shells_pump then
+ *                 start_request: busy, execute_input, the request on the link
+ *   limits.c      limits_start: its time limit starts to run
+ *   link/frames.c link_request_build; child.c child_send: written to the link
+ *   worker/       worker_main, pyrt_serve: the cell runs, output is pumped
+ *   child.c       on_link, read_link: the worker's frames, one by one
+ *   route.c       route_frame: link_*_parse; output to iopub (outbox.c), the
+ *                 reply to shells_finish (shells.c): reply, then idle
+ *   outbox.c      outbox_reply, outbox_idle; channels.c channels_send
  *
  * The supervisor never runs user code and never blocks: every socket is read
- * without waiting, every send is ZMQ_DONTWAIT (a slow client loses iopub
- * messages at the high-water mark rather than stalling the kernel), and the
- * link to the worker is written from a buffer when it is writable. Signals
- * arrive on a signalfd, so a SIGINT or SIGCHLD is one more event in the loop.
- * Everything the worker does that could go wrong (dying, hanging, flooding)
- * is an event here, answered with an error on the request that was running. */
+ * without waiting, every send is ZMQ_DONTWAIT, and the link to the worker is
+ * written from a buffer when it is writable. Signals arrive on a signalfd, so
+ * a SIGINT or SIGCHLD is one more event in the loop. Everything the worker
+ * does that could go wrong (dying, hanging, flooding) is an event here,
+ * answered with an error on the request that was running. */
 #include "kernel/supervisor/supervisor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,518 +36,228 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/supervisor/channels.h"
+#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/dispatch.h"
 #include "kernel/supervisor/font_cache.h"
+#include "kernel/supervisor/kernel.h"
+#include "kernel/supervisor/limits.h"
+#include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/outbox.h"
+#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/route.h"
+#include "kernel/supervisor/shells.h"
 #include "kernel/supervisor/tmpdir.h"
 
-#define START_TIMEOUT_S 60.0 /* a worker that has not said hello by then is stuck */
-#define MAX_FRAMES      1024 /* frames in one ZeroMQ message */
-#define DRAIN_BATCH     256  /* messages read from one socket per loop turn */
+#define PARENT_CHECK_S 1.0 /* how often to look for the client that started us */
 
-/* --- sockets ------------------------------------------------------------------ */
+struct supervisor;
 
-static const int socket_types[CONNECTION_NCHANNELS] = {
-    [CONNECTION_SHELL] = ZMQ_ROUTER, [CONNECTION_IOPUB] = ZMQ_XPUB,
-    [CONNECTION_STDIN] = ZMQ_ROUTER, [CONNECTION_CONTROL] = ZMQ_ROUTER,
-    [CONNECTION_HB] = ZMQ_ROUTER,
+/* What a socket's file event carries: which channel it is. */
+struct socket_event {
+    struct supervisor *s;
+    enum connection_channel ch;
 };
 
-static int open_sockets(struct kernel *k)
+struct supervisor {
+    struct options *opts;
+    struct connection conn;
+    struct sign sign;
+    struct channels channels;
+    struct loop *loop;
+    struct socket_event socket_events[CONNECTION_NCHANNELS];
+    int sigfd;
+    struct child *child;
+    struct respawn respawn;
+    struct kernel k;
+    char *tmpdir;     /* the private temporary folder we made; removed at exit */
+    pid_t parent_pid; /* the process that started the kernel */
+};
+
+/* --- the kernel's view of the world (kernel_io) ------------------------------- */
+
+static int io_send(void *ctx, enum connection_channel ch, const struct msg *m)
 {
-    k->zctx = zmq_ctx_new();
-    if (!k->zctx)
-        return -errno;
-    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++) {
-        void *s = zmq_socket(k->zctx, socket_types[ch]);
-        if (!s)
-            return -errno;
-        k->sockets[ch] = s;
-        int linger = 1000, one = 1;
-        int64_t maxmsg = (int64_t)WIRE_MAX_JSON * 2;
-        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-        if (strchr(k->conn.ip, ':'))
-            zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
-        if (ch == CONNECTION_IOPUB) /* every subscription, so each gets a welcome */
-            zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
-        char ep[PATH_MAX + 32];
-        if (connection_endpoint(&k->conn, ch, ep, sizeof ep) < 0) {
-            log_error("the %s endpoint is too long", connection_channel_name(ch));
-            return -ENAMETOOLONG;
-        }
-        if (zmq_bind(s, ep) != 0) {
-            int e = errno;
-            log_error(
-                "cannot bind the %s port %d on %s: %s (is another kernel using it?)",
-                connection_channel_name(ch), k->conn.ports[ch], k->conn.ip,
-                zmq_strerror(e));
-            return -e;
-        }
-        log_debug("%s bound on %s", connection_channel_name(ch), ep);
-    }
-    return 0;
+    struct supervisor *s = ctx;
+    return channels_send(&s->channels, ch, m);
 }
 
-static void close_sockets(struct kernel *k)
+static int io_to_worker(void *ctx, const json_t *frame, const struct msg *buffers)
 {
-    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++)
-        if (k->sockets[ch])
-            zmq_close(k->sockets[ch]);
-    if (k->zctx)
-        zmq_ctx_term(k->zctx);
-}
-
-/* Reads one multipart message without waiting. Returns the number of frames
- * (> 0, *frames is new), -EAGAIN when there is none, -EMSGSIZE when it had
- * too many frames (it was read and discarded), or -errno. */
-static int recv_frames(void *sock, struct wire_frame **frames)
-{
-    *frames = NULL;
-    struct wire_frame *f = NULL;
-    int n = 0, more = 1, rc = 0;
-    while (more) {
-        zmq_msg_t part;
-        zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, sock, n ? 0 : ZMQ_DONTWAIT) < 0) {
-            rc = -errno;
-            zmq_msg_close(&part);
-            if (n == 0 && rc == -EAGAIN)
-                return rc;
-            break;
-        }
-        more = zmq_msg_more(&part);
-        if (n < MAX_FRAMES) {
-            struct wire_frame *nf = realloc(f, (size_t)(n + 1) * sizeof *nf);
-            size_t len = zmq_msg_size(&part);
-            void *data = nf ? malloc(len ? len : 1) : NULL;
-            if (!nf || !data) {
-                free(data);
-                if (nf)
-                    f = nf;
-                rc = -ENOMEM;
-            } else {
-                f = nf;
-                memcpy(data, zmq_msg_data(&part), len);
-                f[n].data = data;
-                f[n].len = len;
-                n++;
-            }
-        } else {
-            rc = -EMSGSIZE;
-        }
-        zmq_msg_close(&part);
-    }
-    if (rc) {
-        wire_frames_free(f, (size_t)n);
-        return rc;
-    }
-    *frames = f;
-    return n;
-}
-
-int kernel_send(struct kernel *k, enum connection_channel ch, const struct msg *m)
-{
-    struct wire_frame *frames;
-    size_t n;
-    int rc = msg_serialize(m, &k->sign, &frames, &n);
-    if (rc) {
-        log_error("cannot serialise a %s message: %s", msg_type(m), strerror(-rc));
-        return rc;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
-        if (zmq_send(k->sockets[ch], frames[i].data, frames[i].len, flags) < 0) {
-            rc = -errno;
-            /* A full pipe drops the message: that is the price of never blocking. */
-            log_warn("dropped a %s message on %s: %s", msg_type(m),
-                     connection_channel_name(ch), zmq_strerror(-rc));
-            break;
-        }
-    }
-    wire_frames_free(frames, n);
-    return rc;
-}
-
-void kernel_reply(struct kernel *k, const struct request *req, const char *type,
-                  json_t **content, json_t *metadata)
-{
-    struct msg *m = msg_make(&k->session, type, req->msg, content, true);
-    if (!m) {
-        json_decref(metadata);
-        log_error("out of memory making a %s", type);
-        return;
-    }
-    if (metadata) {
-        json_decref(m->metadata);
-        m->metadata = metadata;
-    }
-    kernel_send(k, req->channel, m);
-    msg_free(m);
-}
-
-void kernel_publish(struct kernel *k, const json_t *parent_header, const char *type,
-                    json_t **content)
-{
-    struct msg *m = msg_make(&k->session, type, NULL, content, false);
-    if (!m) {
-        log_error("out of memory making a %s", type);
-        return;
-    }
-    if (parent_header) {
-        json_decref(m->parent_header);
-        m->parent_header = json_deep_copy(parent_header);
-        if (!m->parent_header)
-            m->parent_header = json_object();
-    }
-    char topic[160];
-    snprintf(topic, sizeof topic, "kernel.%s.%s", k->session.session, type);
-    msg_add_ident(m, topic, strlen(topic));
-    kernel_send(k, CONNECTION_IOPUB, m);
-    msg_free(m);
-}
-
-void kernel_publish_status(struct kernel *k, const struct request *req, const char *state)
-{
-    json_t *content = json_pack("{s:s}", "execution_state", state);
-    kernel_publish(k, req ? req->msg->header : NULL, "status", &content);
-}
-
-int kernel_send_worker(struct kernel *k, const json_t *obj,
-                       const struct msg *with_buffers)
-{
-    char *text = json_dumps(obj, JSON_COMPACT);
+    struct supervisor *s = ctx;
+    char *text = json_dumps(frame, JSON_COMPACT);
     if (!text)
         return -ENOMEM;
-    int rc = child_send(&k->child, text, strlen(text),
-                        with_buffers ? with_buffers->buffers : NULL,
-                        with_buffers ? with_buffers->nbuffers : 0);
+    int rc = child_send(s->child, text, strlen(text), buffers ? buffers->buffers : NULL,
+                        buffers ? buffers->nbuffers : 0);
     free(text);
     if (rc)
         log_warn("cannot write to the worker: %s", strerror(-rc));
     return rc;
 }
 
-/* --- the worker's life ----------------------------------------------------------- */
-
-static char **worker_argv(struct kernel *k)
+static void io_signal_worker(void *ctx, int sig)
 {
-    char **argv = NULL;
-    int argc = 0;
-    const char *fixed[] = {"sandpit", "worker"};
-    for (size_t i = 0; i < 2; i++) {
-        char **na = realloc(argv, (size_t)(argc + 2) * sizeof *na);
-        if (!na)
-            goto fail;
-        argv = na;
-        if (!(argv[argc++] = strdup(fixed[i])))
-            goto fail;
-        argv[argc] = NULL;
-    }
-    if ((argc = options_to_argv(k->opts, &argv, argc)) < 0)
-        goto fail;
-    return argv;
-fail:
-    for (int i = 0; argv && argv[i]; i++)
-        free(argv[i]);
-    free(argv);
-    return NULL;
+    struct supervisor *s = ctx;
+    child_signal(s->child, sig);
 }
 
-static void start_worker(struct kernel *k)
+static enum kernel_worker io_worker(void *ctx)
 {
-    k->restart_at = 0;
-    char **argv = worker_argv(k);
-    if (!argv) {
-        log_error("out of memory starting the worker");
-        k->restart_at = monotime_now() + 1;
-        return;
-    }
-    if (!k->worker_env)
-        k->worker_env = child_environment(k->opts->sandbox, k->opts->pass_env);
-    int rc = k->worker_env ? child_start(&k->child, argv, k->worker_env) : -ENOMEM;
-    for (int i = 0; argv[i]; i++)
-        free(argv[i]);
-    free(argv);
-    if (rc) {
-        log_error("cannot start the worker: %s", strerror(-rc));
-        k->restart_at = monotime_now() + 1;
-    }
+    struct supervisor *s = ctx;
+    return respawn_state(&s->respawn);
 }
 
-void kernel_restart_worker(struct kernel *k, const char *why)
+static bool io_worker_hello(void *ctx)
 {
-    dispatch_worker_lost(k, why);
-    child_stop(&k->child);
-    start_worker(k);
+    struct supervisor *s = ctx;
+    return respawn_hello(&s->respawn);
 }
 
-static void describe_exit(const struct child *c, int status, char *buf, size_t len)
+static void io_restart_worker(void *ctx, const char *why)
 {
-    /* The link closes when the worker dies, before its status is known: the
-     * supervisor's own SIGKILL after that says nothing, the status does. */
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && c->link_closed)
-        snprintf(buf, len, "closed its link to the kernel and was stopped");
-    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
-        snprintf(buf, len,
-                 "was stopped by the sandbox for a forbidden kind of system call "
-                 "(signal %d, %s)",
-                 SIGSYS, strsignal(SIGSYS));
-    else if (WIFSIGNALED(status))
-        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
+    struct supervisor *s = ctx;
+    respawn_restart(&s->respawn, why);
+}
+
+/* --- events ------------------------------------------------------------------- */
+
+static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
+{
+    struct supervisor *s = data;
+    if (ch == CONNECTION_STDIN)
+        route_stdin(&s->k, m);
     else
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+        dispatch_msg(&s->k, m, ch);
+    return !loop_stopped(s->loop);
 }
 
-/* The worker process is gone (reaped). Answer what it was running, then start
- * another, at once unless workers keep dying before they are ready. */
-static void worker_gone(struct kernel *k, int status)
+static void on_subscribed(void *data, const char *topic, size_t len)
 {
-    char how[128], why[512];
-    describe_exit(&k->child, status, how, sizeof how);
-    bool was_starting = k->child.state == CHILD_STARTING;
-    log_warn("the worker %s", how);
-    child_stop(&k->child);
-    snprintf(why, sizeof why,
-             "The worker process running this cell %s. It has been restarted: "
-             "variables and imports from earlier cells are lost.",
-             how);
-    dispatch_worker_lost(k, why);
-    if (was_starting) {
-        k->start_failures++;
-        if (k->start_failures >= 3) {
-            double delay = k->start_failures >= 8 ? 30 : 1 << (k->start_failures - 3);
-            log_error(
-                "the worker failed to start %d times in a row; trying again in %.0f s",
-                k->start_failures, delay);
-            k->restart_at = monotime_now() + delay;
-            dispatch_pump(k); /* answers queued requests with an error */
-            return;
-        }
-    }
-    start_worker(k);
+    struct supervisor *s = data;
+    json_t *c = json_pack("{s:s%}", "subscription", topic, len);
+    if (c)
+        outbox_publish(&s->k, NULL, "iopub_welcome", &c);
 }
 
-static void reap_children(struct kernel *k)
+static void on_socket(struct loop *l, long long id, int events, void *data)
+{
+    (void)l;
+    (void)id;
+    (void)events;
+    const struct socket_event *e = data;
+    const struct channels_sink sink = {e->s, on_msg, on_subscribed};
+    channels_drain(&e->s->channels, e->ch, &sink);
+}
+
+static void on_frame(void *data, const struct link_frame *f)
+{
+    struct supervisor *s = data;
+    route_frame(&s->k, f);
+}
+
+static void on_corrupt(void *data)
+{
+    struct supervisor *s = data;
+    respawn_restart(&s->respawn, "The worker sent a corrupt message and was restarted: "
+                                 "variables and imports from earlier cells are lost.");
+}
+
+static void reap_children(struct supervisor *s)
 {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-        if (pid == k->child.pid)
-            worker_gone(k, status);
+        if (pid == child_pid(s->child))
+            respawn_reaped(&s->respawn, status);
 }
 
-static void read_worker(struct kernel *k)
+static void on_signal(struct loop *l, long long id, int events, void *data)
 {
-    for (int turn = 0; turn < 64 && k->child.fd >= 0; turn++) {
-        ssize_t n = link_reader_fill(&k->child.reader, k->child.fd);
-        if (n == -EAGAIN || n == -EINTR)
+    (void)id;
+    (void)events;
+    struct supervisor *s = data;
+    struct signalfd_siginfo si;
+    while (read(s->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        switch (si.ssi_signo) {
+        case SIGCHLD:
+            reap_children(s);
             break;
-        if (n <= 0) {
-            /* The link is closed (the worker died, or its code closed fd 3): the
-             * worker is of no more use. SIGCHLD finishes the job. */
-            log_debug("the link to the worker closed (%s)",
-                      n ? strerror((int)-n) : "EOF");
-            close(k->child.fd);
-            k->child.fd = -1;
-            k->child.link_closed = true;
-            if (k->child.pid > 0)
-                kill(k->child.pid, SIGKILL);
-            return;
-        }
-        struct link_frame f;
-        int rc;
-        while ((rc = link_reader_next(&k->child.reader, &f)) == 1) {
-            dispatch_worker_frame(k, &f);
-            link_frame_release(&f);
-            if (k->child.fd < 0)
-                return;
-        }
-        if (rc < 0) {
-            log_error("the worker sent a corrupt frame; restarting it");
-            kernel_restart_worker(k,
-                                  "The worker sent a corrupt message and was restarted: "
-                                  "variables and imports from earlier cells are lost.");
-            return;
+        case SIGINT:
+            limits_interrupt_all(&s->k, "SIGINT");
+            break;
+        default:
+            log_info("%s: shutting down", strsignal((int)si.ssi_signo));
+            loop_stop(l);
+            break;
         }
     }
-}
-
-/* --- control of time ------------------------------------------------------------ */
-
-static void check_timers(struct kernel *k)
-{
-    double now = monotime_now();
-    if (k->restart_at && now >= k->restart_at && k->child.state == CHILD_DOWN)
-        start_worker(k);
-    if (k->child.state == CHILD_STARTING && now - k->child.started_at > START_TIMEOUT_S) {
-        log_error("the worker did not start within %.0f s; restarting it",
-                  START_TIMEOUT_S);
-        k->start_failures++;
-        child_stop(&k->child);
-        start_worker(k);
-    }
-    dispatch_check_timers(k, now);
-}
-
-static int poll_timeout_ms(struct kernel *k)
-{
-    double next = dispatch_next_deadline(k), now = monotime_now();
-    if (k->restart_at && (!next || k->restart_at < next))
-        next = k->restart_at;
-    if (k->child.state == CHILD_STARTING &&
-        (!next || k->child.started_at + START_TIMEOUT_S < next))
-        next = k->child.started_at + START_TIMEOUT_S;
-    double cap = k->watch_parent ? 1000 : 60000; /* see check_parent */
-    if (!next)
-        return k->watch_parent ? (int)cap : -1;
-    double ms = (next - now) * 1000 + 1;
-    return ms < 0 ? 0 : ms > cap ? (int)cap : (int)ms;
 }
 
 /* A kernel started by a Jupyter client (which sets JPY_PARENT_PID) ends when
  * that client dies without shutting it down, as ipykernel does: otherwise a
  * killed notebook server or console leaves kernels running for ever. */
-static void check_parent(struct kernel *k)
+static double on_parent_check(struct loop *l, long long id, void *data)
 {
-    if (k->watch_parent && getppid() != k->parent_pid) {
+    (void)id;
+    struct supervisor *s = data;
+    if (getppid() != s->parent_pid) {
         log_warn("the client that started this kernel has gone; shutting down");
-        k->running = false;
+        loop_stop(l);
+        return LOOP_NOMORE;
     }
+    return PARENT_CHECK_S;
 }
 
-/* --- the loop ------------------------------------------------------------------- */
-
-static void handle_signal(struct kernel *k)
+/* Before each wait: start what waits for a worker that has become free. */
+static void before_wait(struct loop *l, void *data)
 {
-    struct signalfd_siginfo si;
-    while (read(k->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        switch (si.ssi_signo) {
-        case SIGCHLD:
-            reap_children(k);
-            break;
-        case SIGINT:
-            kernel_interrupt(k, "SIGINT");
-            break;
-        default:
-            log_info("%s: shutting down", strsignal((int)si.ssi_signo));
-            k->running = false;
-            break;
-        }
-    }
+    (void)l;
+    struct supervisor *s = data;
+    shells_pump(&s->k);
 }
 
-static void read_channel(struct kernel *k, enum connection_channel ch)
+/* --- set-up --------------------------------------------------------------------- */
+
+/* The workspace, the private folder and the file to hide, into the options
+ * that the worker's command line is made from. */
+static int prepare_folders(struct supervisor *s)
 {
-    for (int i = 0; i < DRAIN_BATCH; i++) {
-        struct wire_frame *frames;
-        int n = recv_frames(k->sockets[ch], &frames);
-        if (n == -EAGAIN)
-            return;
-        if (n < 0) {
-            log_warn("dropped a message on %s: %s", connection_channel_name(ch),
-                     n == -EMSGSIZE ? "too many frames" : strerror(-n));
-            continue;
-        }
-        if (ch == CONNECTION_HB) {
-            for (int j = 0; j < n; j++)
-                zmq_send(k->sockets[ch], frames[j].data, frames[j].len,
-                         ZMQ_DONTWAIT | (j + 1 < n ? ZMQ_SNDMORE : 0));
-        } else if (ch == CONNECTION_IOPUB) {
-            /* A subscription (first byte 1) from a new client: greet it, so it
-             * knows its subscription is live before it sends anything. */
-            const unsigned char *d = frames[0].data;
-            if (n == 1 && frames[0].len >= 1 && d[0] == 1) {
-                json_t *c = json_pack("{s:s%}", "subscription", (const char *)d + 1,
-                                      frames[0].len - 1);
-                if (c)
-                    kernel_publish(k, NULL, "iopub_welcome", &c);
-            }
-        } else {
-            struct msg *m = NULL;
-            char err[256];
-            int rc = msg_parse(frames, (size_t)n, &k->sign, &m, err, sizeof err);
-            if (rc) {
-                log_warn("dropped a message on %s: %s", connection_channel_name(ch), err);
-            } else if (ch == CONNECTION_STDIN) {
-                dispatch_stdin(k, &m);
-            } else {
-                dispatch_msg(k, &m, ch);
-            }
-            msg_free(m);
-        }
-        wire_frames_free(frames, (size_t)n);
-        if (!k->running)
-            return;
-    }
-}
-
-static int kernel_init(struct kernel *k, struct options *opts)
-{
-    memset(k, 0, sizeof *k);
-    k->opts = opts;
-    k->sigfd = -1;
-    k->running = true;
-    child_init(&k->child);
-    history_init(&k->history, 0);
-    dispatch_init(k);
-    const char *jpy = getenv("JPY_PARENT_PID");
-    k->parent_pid = getppid();
-    k->watch_parent = jpy && atoi(jpy) > 1 && k->parent_pid > 1;
-    snprintf(k->python_version, sizeof k->python_version, "%s", SANDPIT_PY_VERSION);
-
-    char err[512];
-    int rc = connection_load(&k->conn, opts->connection_file, err, sizeof err);
-    if (rc) {
-        log_error("%s", err);
-        return rc;
-    }
-    if ((rc = sign_init(&k->sign, k->conn.signature_scheme, k->conn.key,
-                        k->conn.key_len))) {
-        log_error("cannot set up message signing: %s", strerror(-rc));
-        return rc;
-    }
-    if (!k->sign.enabled)
-        log_warn("the connection file has an empty key: messages are not signed");
-    /* The key now lives in OpenSSL's context; the copy in the file's struct goes. */
-    memset(k->conn.key, 0, k->conn.key_len);
-
-    const char *user = getenv("USER");
-    struct passwd *pw = getpwuid(getuid());
-    if ((rc = msg_session_init(&k->session, user ? user : pw ? pw->pw_name : "kernel")))
-        return rc;
-
-    char cwd[PATH_MAX];
+    struct options *opts = s->opts;
+    char cwd[PATH_MAX], real[PATH_MAX];
     const char *ws = opts->workspace;
     if (!ws && !(ws = getcwd(cwd, sizeof cwd)))
         return -errno;
-    char real[PATH_MAX];
     if (!realpath(ws, real)) {
-        rc = -errno;
+        int rc = -errno;
         log_error("the workspace %s cannot be used: %s", ws, strerror(errno));
         return rc;
     }
     free(opts->workspace);
-    opts->workspace = k->workspace = strdup(real);
-    if ((rc = tmpdir_make(&k->tmpdir))) {
+    if (!(opts->workspace = strdup(real)))
+        return -ENOMEM;
+    int rc = tmpdir_make(&s->tmpdir);
+    if (rc) {
         log_error("cannot make a private temporary folder: %s", strerror(-rc));
         return rc;
     }
-    font_cache_in(k->tmpdir);
+    font_cache_in(s->tmpdir);
     free(opts->tmpdir);
-    opts->tmpdir = strdup(k->tmpdir);
+    if (!(opts->tmpdir = strdup(s->tmpdir)))
+        return -ENOMEM;
     char conn_real[PATH_MAX];
     if (realpath(opts->connection_file, conn_real)) {
         free(opts->hide);
         opts->hide = strdup(conn_real);
     }
-    if (!k->workspace || !opts->tmpdir)
-        return -ENOMEM;
+    return 0;
+}
 
-    /* Signals become events on a descriptor. Blocked before ZeroMQ makes its
-     * threads, so they inherit the mask and none of them takes a signal. */
+/* Signals become events on a descriptor. Blocked before ZeroMQ makes its
+ * threads, so they inherit the mask and none of them takes a signal. */
+static int open_signals(struct supervisor *s)
+{
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -555,99 +267,127 @@ static int kernel_init(struct kernel *k, struct options *opts)
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    k->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (k->sigfd < 0)
-        return -errno;
-    return open_sockets(k);
+    s->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return s->sigfd < 0 ? -errno : 0;
 }
 
-static void kernel_release(struct kernel *k)
+/* Registers the sockets, the signals and the parent's watch with the loop. */
+static int register_events(struct supervisor *s)
 {
-    child_stop(&k->child);
-    /* Reap the last worker so that it is not left a zombie for our parent. */
-    for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
-        usleep(1000);
-    child_release(&k->child);
-    dispatch_release(k);
-    child_free_environment(k->worker_env);
-    json_decref(k->sandbox_report);
-    history_release(&k->history);
-    close_sockets(k);
-    sign_release(&k->sign);
-    connection_release(&k->conn);
-    if (k->sigfd >= 0)
-        close(k->sigfd);
-    if (k->tmpdir) {
-        font_cache_out(k->tmpdir);
-        tmpdir_remove(k->tmpdir);
+    long long id = loop_add_fd(s->loop, s->sigfd, LOOP_READABLE, LOOP_RANK_SIGNALS,
+                               on_signal, s);
+    if (id < 0)
+        return (int)id;
+    /* Registered in this order, which is the order of a turn within a rank. */
+    static const enum connection_channel order[CONNECTION_NCHANNELS] = {
+        CONNECTION_CONTROL, CONNECTION_HB, CONNECTION_STDIN, CONNECTION_IOPUB,
+        CONNECTION_SHELL};
+    for (int i = 0; i < CONNECTION_NCHANNELS && id > 0; i++) {
+        enum connection_channel c = order[i];
+        s->socket_events[c] = (struct socket_event){s, c};
+        id = loop_add_socket(s->loop, s->channels.sockets[c],
+                             c == CONNECTION_CONTROL ? LOOP_RANK_CONTROL
+                                                     : LOOP_RANK_CHANNELS,
+                             on_socket, &s->socket_events[c]);
     }
-    free(k->tmpdir);
+    const char *jpy = getenv("JPY_PARENT_PID");
+    s->parent_pid = getppid();
+    if (id > 0 && jpy && atoi(jpy) > 1 && s->parent_pid > 1)
+        id = loop_add_timer(s->loop, PARENT_CHECK_S, on_parent_check, s);
+    loop_set_before_wait(s->loop, before_wait, s);
+    return id < 0 ? (int)id : 0;
+}
+
+static int supervisor_init(struct supervisor *s, struct options *opts)
+{
+    memset(s, 0, sizeof *s);
+    s->opts = opts;
+    s->sigfd = -1;
+    char err[512];
+    int rc = connection_load(&s->conn, opts->connection_file, err, sizeof err);
+    if (rc) {
+        log_error("%s", err);
+        return rc;
+    }
+    if ((rc = sign_init(&s->sign, s->conn.signature_scheme, s->conn.key,
+                        s->conn.key_len))) {
+        log_error("cannot set up message signing: %s", strerror(-rc));
+        return rc;
+    }
+    if (!s->sign.enabled)
+        log_warn("the connection file has an empty key: messages are not signed");
+    /* The key now lives in OpenSSL's context; the copy in the file's struct goes. */
+    memset(s->conn.key, 0, s->conn.key_len);
+    if ((rc = prepare_folders(s)))
+        return rc;
+
+    const char *user = getenv("USER");
+    struct passwd *pw = getpwuid(getuid());
+    if ((rc = kernel_init(&s->k, opts, opts->workspace,
+                          user ? user : pw ? pw->pw_name : "kernel")))
+        return rc;
+    if ((rc = open_signals(s)))
+        return rc;
+    if (!(s->loop = loop_new(NULL)))
+        return -ENOMEM;
+    if ((rc = channels_open(&s->channels, &s->conn, &s->sign)))
+        return rc;
+    const struct child_events ev = {s, on_frame, on_corrupt};
+    if (!(s->child = child_new(s->loop, &ev)))
+        return -ENOMEM;
+    respawn_init(&s->respawn, &s->k, s->child, s->loop, opts);
+    s->k.loop = s->loop;
+    s->k.io = (struct kernel_io){
+        .ctx = s,
+        .send = io_send,
+        .to_worker = io_to_worker,
+        .signal_worker = io_signal_worker,
+        .worker = io_worker,
+        .worker_hello = io_worker_hello,
+        .restart_worker = io_restart_worker,
+    };
+    return register_events(s);
+}
+
+static void supervisor_release(struct supervisor *s)
+{
+    if (s->child) {
+        child_stop(s->child);
+        /* Reap the last worker so that it is not left a zombie for our parent. */
+        for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
+            usleep(1000);
+        child_free(s->child);
+        respawn_release(&s->respawn);
+    }
+    kernel_release(&s->k);
+    channels_close(&s->channels);
+    loop_free(s->loop);
+    sign_release(&s->sign);
+    connection_release(&s->conn);
+    if (s->sigfd >= 0)
+        close(s->sigfd);
+    if (s->tmpdir) {
+        font_cache_out(s->tmpdir);
+        tmpdir_remove(s->tmpdir);
+    }
+    free(s->tmpdir);
 }
 
 int supervisor_run(struct options *opts)
 {
-    struct kernel k;
-    int rc = kernel_init(&k, opts);
+    struct supervisor s;
+    int rc = supervisor_init(&s, opts);
     if (rc) {
-        kernel_release(&k);
+        supervisor_release(&s);
         return 1;
     }
-    log_info("kernel %s listening on %s (%s), workspace %s", k.session.session, k.conn.ip,
-             k.conn.transport, k.workspace);
-    start_worker(&k);
-
-    /* The items: the five sockets, the signalfd, the link to the worker, the
-     * worker's log (poll ignores a descriptor of -1). */
-    enum { SIG_ITEM = CONNECTION_NCHANNELS, LINK_ITEM, LOG_ITEM, N_ITEMS };
-    /* Control first: an interrupt or a shutdown must not wait behind the shell. */
-    static const enum connection_channel order[CONNECTION_NCHANNELS] = {
-        CONNECTION_CONTROL, CONNECTION_HB, CONNECTION_STDIN, CONNECTION_IOPUB,
-        CONNECTION_SHELL};
-    while (k.running) {
-        zmq_pollitem_t items[N_ITEMS];
-        memset(items, 0, sizeof items);
-        for (int i = 0; i < CONNECTION_NCHANNELS; i++) {
-            items[i].socket = k.sockets[order[i]];
-            items[i].events = ZMQ_POLLIN;
-        }
-        items[SIG_ITEM].fd = k.sigfd;
-        items[SIG_ITEM].events = ZMQ_POLLIN;
-        items[LINK_ITEM].fd = k.child.fd;
-        items[LINK_ITEM].events =
-            (short)(ZMQ_POLLIN | (child_has_pending(&k.child) ? ZMQ_POLLOUT : 0));
-        items[LOG_ITEM].fd = k.child.log_fd;
-        items[LOG_ITEM].events = ZMQ_POLLIN;
-        int n = zmq_poll(items, N_ITEMS, poll_timeout_ms(&k));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            log_error("zmq_poll: %s", zmq_strerror(errno));
-            break;
-        }
-        if (items[SIG_ITEM].revents & ZMQ_POLLIN)
-            handle_signal(&k);
-        if (k.child.log_fd >= 0 && (items[LOG_ITEM].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
-            child_read_log(&k.child);
-        for (int i = 0; i < CONNECTION_NCHANNELS && k.running; i++) {
-            if (items[i].revents & ZMQ_POLLIN)
-                read_channel(&k, order[i]);
-            /* Events from the worker come in between, so a running cell's output
-             * is not held back by a burst of requests. */
-            if (i == 0 && k.child.fd >= 0 && k.child.fd == items[LINK_ITEM].fd &&
-                (items[LINK_ITEM].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
-                read_worker(&k);
-        }
-        if (k.child.fd >= 0 && child_has_pending(&k.child)) {
-            int wrc = child_flush(&k.child);
-            if (wrc)
-                log_warn("cannot write to the worker: %s", strerror(-wrc));
-        }
-        check_timers(&k);
-        check_parent(&k);
-        dispatch_pump(&k);
-    }
-    int status = k.exit_status;
-    kernel_release(&k);
+    log_info("kernel %s listening on %s (%s), workspace %s", s.k.session.session,
+             s.conn.ip, s.conn.transport, opts->workspace);
+    respawn_start(&s.respawn);
+    rc = loop_run(s.loop);
+    if (rc)
+        log_error("the event loop failed: %s", zmq_strerror(-rc));
+    supervisor_release(&s);
     log_info("kernel stopped");
-    return status;
+    return rc ? 1 : 0;
 }

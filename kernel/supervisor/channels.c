@@ -1,0 +1,193 @@
+/* channels: ZeroMQ in and out.
+ *
+ * Nothing here waits: a socket is read with ZMQ_DONTWAIT until it is empty or
+ * a batch is done (so one busy socket cannot starve the others), and every
+ * send is ZMQ_DONTWAIT, so a slow client loses iopub messages at the
+ * high-water mark rather than stalling the kernel. One malformed message must
+ * not deafen a socket: whatever a message holds, the rest are read. */
+#include "kernel/supervisor/channels.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "kernel/log.h"
+
+#define MAX_FRAMES  1024 /* frames in one ZeroMQ message */
+#define DRAIN_BATCH 256  /* messages read from one socket per event */
+
+static const int socket_types[CONNECTION_NCHANNELS] = {
+    [CONNECTION_SHELL] = ZMQ_ROUTER, [CONNECTION_IOPUB] = ZMQ_XPUB,
+    [CONNECTION_STDIN] = ZMQ_ROUTER, [CONNECTION_CONTROL] = ZMQ_ROUTER,
+    [CONNECTION_HB] = ZMQ_ROUTER,
+};
+
+int channels_open(struct channels *c, const struct connection *conn,
+                  const struct sign *sign)
+{
+    memset(c, 0, sizeof *c);
+    c->sign = sign;
+    c->zctx = zmq_ctx_new();
+    if (!c->zctx)
+        return -errno;
+    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++) {
+        void *s = zmq_socket(c->zctx, socket_types[ch]);
+        if (!s)
+            return -errno;
+        c->sockets[ch] = s;
+        int linger = 1000, one = 1;
+        int64_t maxmsg = (int64_t)WIRE_MAX_JSON * 2;
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+        if (strchr(conn->ip, ':'))
+            zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
+        if (ch == CONNECTION_IOPUB) /* every subscription, so each gets a welcome */
+            zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+        char ep[PATH_MAX + 32];
+        if (connection_endpoint(conn, ch, ep, sizeof ep) < 0) {
+            log_error("the %s endpoint is too long", connection_channel_name(ch));
+            return -ENAMETOOLONG;
+        }
+        if (zmq_bind(s, ep) != 0) {
+            int e = errno;
+            log_error(
+                "cannot bind the %s port %d on %s: %s (is another kernel using it?)",
+                connection_channel_name(ch), conn->ports[ch], conn->ip, zmq_strerror(e));
+            return -e;
+        }
+        log_debug("%s bound on %s", connection_channel_name(ch), ep);
+    }
+    return 0;
+}
+
+void channels_close(struct channels *c)
+{
+    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++)
+        if (c->sockets[ch])
+            zmq_close(c->sockets[ch]);
+    if (c->zctx)
+        zmq_ctx_term(c->zctx);
+    memset(c, 0, sizeof *c);
+}
+
+/* Reads one multipart message without waiting. Returns the number of frames
+ * (> 0, *frames is new), -EAGAIN when there is none, -EMSGSIZE when it had
+ * too many frames (it was read and discarded), or -errno. */
+static int recv_frames(void *sock, struct wire_frame **frames)
+{
+    *frames = NULL;
+    struct wire_frame *f = NULL;
+    int n = 0, more = 1, rc = 0;
+    while (more) {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, sock, n ? 0 : ZMQ_DONTWAIT) < 0) {
+            rc = -errno;
+            zmq_msg_close(&part);
+            if (n == 0 && rc == -EAGAIN)
+                return rc;
+            break;
+        }
+        more = zmq_msg_more(&part);
+        if (n < MAX_FRAMES) {
+            struct wire_frame *nf = realloc(f, (size_t)(n + 1) * sizeof *nf);
+            size_t len = zmq_msg_size(&part);
+            void *data = nf ? malloc(len ? len : 1) : NULL;
+            if (!nf || !data) {
+                free(data);
+                if (nf)
+                    f = nf;
+                rc = -ENOMEM;
+            } else {
+                f = nf;
+                memcpy(data, zmq_msg_data(&part), len);
+                f[n].data = data;
+                f[n].len = len;
+                n++;
+            }
+        } else {
+            rc = -EMSGSIZE;
+        }
+        zmq_msg_close(&part);
+    }
+    if (rc) {
+        wire_frames_free(f, (size_t)n);
+        return rc;
+    }
+    *frames = f;
+    return n;
+}
+
+int channels_send(struct channels *c, enum connection_channel ch, const struct msg *m)
+{
+    struct wire_frame *frames;
+    size_t n;
+    int rc = msg_serialize(m, c->sign, &frames, &n);
+    if (rc) {
+        log_error("cannot serialise a %s message: %s", msg_type(m), strerror(-rc));
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
+        if (zmq_send(c->sockets[ch], frames[i].data, frames[i].len, flags) < 0) {
+            rc = -errno;
+            /* A full pipe drops the message: that is the price of never blocking. */
+            log_warn("dropped a %s message on %s: %s", msg_type(m),
+                     connection_channel_name(ch), zmq_strerror(-rc));
+            break;
+        }
+    }
+    wire_frames_free(frames, n);
+    return rc;
+}
+
+/* One message read from ch; false to stop reading. */
+static bool take(struct channels *c, enum connection_channel ch,
+                 const struct wire_frame *frames, int n, const struct channels_sink *sink)
+{
+    if (ch == CONNECTION_HB) {
+        for (int j = 0; j < n; j++)
+            zmq_send(c->sockets[ch], frames[j].data, frames[j].len,
+                     ZMQ_DONTWAIT | (j + 1 < n ? ZMQ_SNDMORE : 0));
+        return true;
+    }
+    if (ch == CONNECTION_IOPUB) {
+        /* A subscription (first byte 1) from a new client: greet it, so it
+         * knows its subscription is live before it sends anything. */
+        const unsigned char *d = frames[0].data;
+        if (n == 1 && frames[0].len >= 1 && d[0] == 1)
+            sink->subscribed(sink->data, (const char *)d + 1, frames[0].len - 1);
+        return true;
+    }
+    struct msg *m = NULL;
+    char err[256];
+    bool go_on = true;
+    if (msg_parse(frames, (size_t)n, c->sign, &m, err, sizeof err))
+        log_warn("dropped a message on %s: %s", connection_channel_name(ch), err);
+    else
+        go_on = sink->msg(sink->data, ch, &m);
+    msg_free(m);
+    return go_on;
+}
+
+void channels_drain(struct channels *c, enum connection_channel ch,
+                    const struct channels_sink *sink)
+{
+    for (int i = 0; i < DRAIN_BATCH; i++) {
+        struct wire_frame *frames;
+        int n = recv_frames(c->sockets[ch], &frames);
+        if (n == -EAGAIN)
+            return;
+        if (n < 0) {
+            log_warn("dropped a message on %s: %s", connection_channel_name(ch),
+                     n == -EMSGSIZE ? "too many frames" : strerror(-n));
+            continue;
+        }
+        bool go_on = take(c, ch, frames, n, sink);
+        wire_frames_free(frames, (size_t)n);
+        if (!go_on)
+            return;
+    }
+}

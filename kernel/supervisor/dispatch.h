@@ -1,0 +1,14 @@
+/* dispatch: the first step of a client's message in the supervisor. A table
+ * maps msg_type to who answers it: a handler of the supervisor's own (between
+ * busy and idle) or the worker (through the shells' queues). An unknown
+ * request gets an error reply. */
+#ifndef SANDPIT_DISPATCH_H
+#define SANDPIT_DISPATCH_H
+
+#include "kernel/supervisor/kernel.h"
+
+/* A message from the shell or control channel; *m is taken over (NULL
+ * afterwards). */
+void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch);
+
+#endif

@@ -1,0 +1,149 @@
+/* handlers: kernel_info, history, shutdown, interrupt and subshells.
+ *
+ * kernel_info tells the truth about the sandbox: until the first worker has
+ * said hello, its layers are named but none is claimed; afterwards the
+ * worker's own report is given, as it was at start-up (a running worker
+ * cannot rewrite it: see route.c). */
+#include "kernel/supervisor/handlers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernel/log.h"
+#include "kernel/supervisor/limits.h"
+#include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/outbox.h"
+#include "kernel/supervisor/shells.h"
+#include "sandbox/sandbox.h"
+
+/* Before the first worker is ready, the layers are named, none claimed. */
+static json_t *pending_layers(struct kernel *k)
+{
+    struct sandbox_report r;
+    memset(&r, 0, sizeof r);
+    sandbox_report_init(&r);
+    json_t *layers = json_array();
+    for (size_t i = 0; i < r.n; i++)
+        json_array_append_new(
+            layers,
+            json_pack(
+                "{s:s, s:s, s:s}", "name", r.layers[i].name, "state",
+                sandbox_state_name(k->opts->sandbox ? SANDBOX_PENDING : SANDBOX_DISABLED),
+                "detail", k->opts->sandbox ? "the worker is starting" : "--sandbox off"));
+    return layers;
+}
+
+static json_t *sandbox_summary(struct kernel *k)
+{
+    json_t *s =
+        json_pack("{s:b, s:b, s:s, s:f, s:I, s:I, s:I}", "enabled", k->opts->sandbox,
+                  "network", k->opts->network, "workspace", k->workspace, "timeout",
+                  k->opts->timeout_s, "memory_mib", (json_int_t)k->opts->memory_mib,
+                  "max_output_bytes", (json_int_t)k->opts->max_output, "max_file_mib",
+                  (json_int_t)k->opts->max_file_mib);
+    if (s)
+        json_object_set_new(s, "layers",
+                            k->sandbox_report ? json_incref(k->sandbox_report)
+                                              : pending_layers(k));
+    return s;
+}
+
+void handlers_kernel_info(struct kernel *k, struct request *req)
+{
+    char banner[1024];
+    int n = snprintf(banner, sizeof banner,
+                     "Python %s in sandpit %s, a sandboxed Jupyter kernel\n",
+                     k->python_version, SANDPIT_VERSION);
+    if (!k->opts->sandbox)
+        snprintf(banner + n, sizeof banner - (size_t)n,
+                 "WARNING: the sandbox is off: code runs with all the rights of the user "
+                 "who started the kernel.\n");
+    json_t *c = json_pack(
+        "{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:{s:s, s:i}, s:s, s:s, s:s}, s:s, "
+        "s:[{s:s, s:s}], s:b, s:[s]}",
+        "status", "ok", "protocol_version", MSG_PROTOCOL_VERSION, "implementation",
+        "sandpit", "implementation_version", SANDPIT_VERSION, "language_info", "name",
+        "python", "version", k->python_version, "mimetype", "text/x-python",
+        "codemirror_mode", "name", "ipython", "version", 3, "pygments_lexer", "ipython3",
+        "nbconvert_exporter", "python", "file_extension", ".py", "banner", banner,
+        "help_links", "text", "Python Reference", "url",
+        "https://docs.python.org/" SANDPIT_PY_SHORT "/", "debugger", 0,
+        "supported_features", "kernel subshells");
+    if (c)
+        json_object_set_new(c, "sandpit", sandbox_summary(k));
+    outbox_reply(k, req, "kernel_info_reply", &c, NULL);
+}
+
+void handlers_history(struct kernel *k, struct request *req)
+{
+    char err[256];
+    json_t *list = history_query(&k->history, req->msg->content, err, sizeof err);
+    if (!list) {
+        outbox_error(k, req, "ValueError", err);
+        return;
+    }
+    json_t *c = json_pack("{s:s, s:o}", "status", "ok", "history", list);
+    outbox_reply(k, req, "history_reply", &c, NULL);
+}
+
+void handlers_shutdown(struct kernel *k, struct request *req)
+{
+    bool restart = json_is_true(json_object_get(req->msg->content, "restart"));
+    json_t *c = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
+    outbox_reply(k, req, "shutdown_reply", &c, NULL);
+    if (!restart) {
+        log_info("shutdown requested");
+        loop_stop(k->loop);
+        return;
+    }
+    log_info("restart requested");
+    shells_abort_all(k);
+    history_new_session(&k->history);
+    k->execution_count = 0;
+    k->io.restart_worker(k->io.ctx,
+                         "The kernel was restarted while this cell was running.");
+}
+
+void handlers_interrupt(struct kernel *k, struct request *req)
+{
+    limits_interrupt_all(k, "interrupt requested");
+    json_t *c = json_pack("{s:s}", "status", "ok");
+    outbox_reply(k, req, "interrupt_reply", &c, NULL);
+}
+
+void handlers_create_subshell(struct kernel *k, struct request *req)
+{
+    struct shell *sh = shells_create(k);
+    if (!sh) {
+        char why[96];
+        snprintf(why, sizeof why, "at most %d subshells can exist at once",
+                 KERNEL_MAX_SHELLS - 1);
+        outbox_error(k, req, "RuntimeError", why);
+        return;
+    }
+    json_t *c = json_pack("{s:s, s:s}", "status", "ok", "subshell_id", sh->id);
+    outbox_reply(k, req, "create_subshell_reply", &c, NULL);
+}
+
+void handlers_delete_subshell(struct kernel *k, struct request *req)
+{
+    const char *id = json_string_value(json_object_get(req->msg->content, "subshell_id"));
+    struct shell *sh = id && *id ? shells_find(k, id) : NULL;
+    if (!sh) {
+        outbox_error(k, req, "KeyError", "no subshell with that subshell_id");
+        return;
+    }
+    log_info("deleting subshell %s", id);
+    shells_delete(k, sh, "The subshell running this request was deleted.");
+    json_t *c = json_pack("{s:s}", "status", "ok");
+    outbox_reply(k, req, "delete_subshell_reply", &c, NULL);
+}
+
+void handlers_list_subshell(struct kernel *k, struct request *req)
+{
+    json_t *ids = json_array();
+    for (size_t i = 1; i < k->nshells; i++)
+        json_array_append_new(ids, json_string(k->shells[i].id));
+    json_t *c = json_pack("{s:s, s:o}", "status", "ok", "subshell_id", ids);
+    outbox_reply(k, req, "list_subshell_reply", &c, NULL);
+}

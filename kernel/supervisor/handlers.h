@@ -1,0 +1,20 @@
+/* handlers: the requests the supervisor answers itself, without the worker:
+ * what must work while a cell runs (interrupt, shutdown, subshells) or needs
+ * no Python (kernel_info, history). Each is called by dispatch between busy
+ * and idle with a borrowed request, and sends its reply. */
+#ifndef SANDPIT_HANDLERS_H
+#define SANDPIT_HANDLERS_H
+
+#include "kernel/supervisor/kernel.h"
+
+void handlers_kernel_info(struct kernel *k, struct request *req);
+void handlers_history(struct kernel *k, struct request *req);
+/* shutdown_request: the kernel ends (the loop stops), or with restart true,
+ * the worker is replaced and the history starts a new session. */
+void handlers_shutdown(struct kernel *k, struct request *req);
+void handlers_interrupt(struct kernel *k, struct request *req);
+void handlers_create_subshell(struct kernel *k, struct request *req);
+void handlers_delete_subshell(struct kernel *k, struct request *req);
+void handlers_list_subshell(struct kernel *k, struct request *req);
+
+#endif

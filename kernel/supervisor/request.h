@@ -1,0 +1,49 @@
+/* request: a client's request that the supervisor is handling, and everything
+ * that belongs to it alone: its message, where its reply goes, its flags, its
+ * time limit and timers, its output count and whether it waits for input.
+ * Nothing of one request lives in a process-wide variable, so that a subshell's
+ * request cannot overwrite the main shell's. A request owns its message. */
+#ifndef SANDPIT_REQUEST_H
+#define SANDPIT_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "protocol/connection.h"
+#include "protocol/msg.h"
+
+#define REQUEST_ID_MAX 128 /* longest msg_id kept for matching */
+
+struct request {
+    struct msg *msg;
+    enum connection_channel channel; /* where the reply goes: shell or control */
+    struct request *next;            /* in its shell's queue */
+    bool execute;                    /* an execute_request */
+    /* execute_request only */
+    int execution_count;
+    bool silent, store_history, stop_on_error;
+    /* limits (limits.c) */
+    double timeout_s; /* effective limit for this cell; 0: none */
+    double sent_at;   /* the loop's time when it went to the worker */
+    bool interrupted_for_timeout;
+    long long limit_timer;      /* time event of the time limit; 0: none */
+    long long escalation_timer; /* after an interrupt: restart if still running */
+    unsigned long output_bytes; /* output sent for this request */
+    unsigned long dropped_bytes;
+    /* stdin: the msg_id of the input_request sent for it, "" when not waiting */
+    char input_id[REQUEST_ID_MAX];
+};
+
+/* A new request for the message *m (taken over: *m is NULL afterwards, also
+ * on failure). NULL when out of memory. request_free accepts NULL. */
+struct request *request_new(struct msg **m, enum connection_channel ch);
+void request_free(struct request *r);
+
+/* Whether the request is answered on its channel: comm messages get only busy
+ * and idle (comm_info_request excepted). */
+bool request_has_reply(const struct request *r);
+
+/* The reply's msg_type ("execute_reply" for "execute_request") in buf. */
+const char *request_reply_type(const struct request *r, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,195 @@
+/* respawn: keep a worker running.
+ *
+ * A worker that dies while starting is most likely to die again (a broken
+ * preload, a sandbox the machine refuses): after three in a row the next start
+ * waits 1, 2, 4 ... up to 30 s, and meanwhile requests are answered at once
+ * with an error that points to the log, rather than left waiting. One that
+ * says hello resets the count. */
+#include "kernel/supervisor/respawn.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "kernel/log.h"
+#include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/shells.h"
+
+void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
+                  const struct options *opts)
+{
+    memset(w, 0, sizeof *w);
+    w->k = k;
+    w->child = c;
+    w->loop = l;
+    w->opts = opts;
+}
+
+void respawn_release(struct respawn *w)
+{
+    loop_del_timer(w->loop, w->retry_timer);
+    loop_del_timer(w->loop, w->hello_timer);
+    child_free_environment(w->env);
+    w->env = NULL;
+}
+
+static char **worker_argv(const struct options *opts)
+{
+    char **argv = NULL;
+    int argc = 0;
+    const char *fixed[] = {"sandpit", "worker"};
+    for (size_t i = 0; i < 2; i++) {
+        char **na = realloc(argv, (size_t)(argc + 2) * sizeof *na);
+        if (!na)
+            goto fail;
+        argv = na;
+        if (!(argv[argc++] = strdup(fixed[i])))
+            goto fail;
+        argv[argc] = NULL;
+    }
+    if ((argc = options_to_argv(opts, &argv, argc)) < 0)
+        goto fail;
+    return argv;
+fail:
+    for (int i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+    return NULL;
+}
+
+static double on_retry(struct loop *l, long long id, void *data);
+static double on_hello_deadline(struct loop *l, long long id, void *data);
+
+static void retry_in(struct respawn *w, double delay)
+{
+    loop_del_timer(w->loop, w->retry_timer);
+    long long id = loop_add_timer(w->loop, delay, on_retry, w);
+    w->retry_timer = id > 0 ? id : 0;
+}
+
+void respawn_start(struct respawn *w)
+{
+    loop_del_timer(w->loop, w->retry_timer);
+    loop_del_timer(w->loop, w->hello_timer);
+    w->retry_timer = w->hello_timer = 0;
+    char **argv = worker_argv(w->opts);
+    if (!w->env)
+        w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
+    int rc = argv && w->env ? child_start(w->child, argv, w->env) : -ENOMEM;
+    for (int i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+    if (rc) {
+        log_error("cannot start the worker: %s", strerror(-rc));
+        retry_in(w, 1);
+        return;
+    }
+    long long id = loop_add_timer(w->loop, RESPAWN_HELLO_TIMEOUT_S, on_hello_deadline, w);
+    w->hello_timer = id > 0 ? id : 0;
+}
+
+static double on_retry(struct loop *l, long long id, void *data)
+{
+    (void)l;
+    (void)id;
+    struct respawn *w = data;
+    w->retry_timer = 0;
+    if (child_state(w->child) == CHILD_DOWN)
+        respawn_start(w);
+    return LOOP_NOMORE;
+}
+
+static double on_hello_deadline(struct loop *l, long long id, void *data)
+{
+    (void)l;
+    (void)id;
+    struct respawn *w = data;
+    w->hello_timer = 0;
+    if (child_state(w->child) == CHILD_STARTING) {
+        log_error("the worker did not start within %.0f s; restarting it",
+                  RESPAWN_HELLO_TIMEOUT_S);
+        w->start_failures++;
+        child_stop(w->child);
+        respawn_start(w);
+    }
+    return LOOP_NOMORE;
+}
+
+void respawn_restart(struct respawn *w, const char *why)
+{
+    shells_worker_lost(w->k, why);
+    child_stop(w->child);
+    respawn_start(w);
+}
+
+static void describe_exit(const struct child *c, int status, char *buf, size_t len)
+{
+    /* The link closes when the worker dies, before its status is known: the
+     * supervisor's own SIGKILL after that says nothing, the status does. */
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && child_link_closed(c))
+        snprintf(buf, len, "closed its link to the kernel and was stopped");
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+        snprintf(buf, len,
+                 "was stopped by the sandbox for a forbidden kind of system call "
+                 "(signal %d, %s)",
+                 SIGSYS, strsignal(SIGSYS));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+void respawn_reaped(struct respawn *w, int status)
+{
+    char how[128], why[512];
+    describe_exit(w->child, status, how, sizeof how);
+    bool was_starting = child_state(w->child) == CHILD_STARTING;
+    log_warn("the worker %s", how);
+    child_stop(w->child);
+    loop_del_timer(w->loop, w->hello_timer);
+    w->hello_timer = 0;
+    snprintf(why, sizeof why,
+             "The worker process running this cell %s. It has been restarted: "
+             "variables and imports from earlier cells are lost.",
+             how);
+    shells_worker_lost(w->k, why);
+    if (was_starting && ++w->start_failures >= 3) {
+        double delay = w->start_failures >= 8 ? 30 : 1 << (w->start_failures - 3);
+        log_error("the worker failed to start %d times in a row; trying again in %.0f s",
+                  w->start_failures, delay);
+        retry_in(w, delay);
+        shells_pump(w->k); /* answers queued requests with an error */
+        return;
+    }
+    respawn_start(w);
+}
+
+bool respawn_hello(struct respawn *w)
+{
+    if (child_state(w->child) != CHILD_STARTING)
+        return false;
+    child_set_ready(w->child);
+    w->start_failures = 0;
+    loop_del_timer(w->loop, w->hello_timer);
+    w->hello_timer = 0;
+    log_info("worker %d ready in %.0f ms", (int)child_pid(w->child),
+             child_age(w->child) * 1000);
+    return true;
+}
+
+enum kernel_worker respawn_state(const struct respawn *w)
+{
+    switch (child_state(w->child)) {
+    case CHILD_READY:
+        return KERNEL_WORKER_READY;
+    case CHILD_DOWN:
+        return w->retry_timer ? KERNEL_WORKER_FAILING : KERNEL_WORKER_STARTING;
+    case CHILD_STARTING:
+        break;
+    }
+    return KERNEL_WORKER_STARTING;
+}

@@ -1,0 +1,46 @@
+/* respawn: the worker's life as the supervisor manages it: start it with its
+ * command line and environment, give it a deadline to say hello, start
+ * another when it dies or must be replaced (answering what it was running),
+ * and back off when workers keep dying before they are ready. The struct
+ * borrows the kernel, the child and the loop, and owns the environment. */
+#ifndef SANDPIT_RESPAWN_H
+#define SANDPIT_RESPAWN_H
+
+#include <stdbool.h>
+
+#include "kernel/options.h"
+#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/kernel.h"
+
+#define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
+
+struct respawn {
+    struct kernel *k;
+    struct child *child;
+    struct loop *loop;
+    const struct options *opts;
+    char **env;         /* the environment workers get (see child_environment) */
+    int start_failures; /* consecutive workers that died before saying hello */
+    long long retry_timer; /* a delayed start; 0: none */
+    long long hello_timer; /* the start-up deadline; 0: none */
+};
+
+void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
+                  const struct options *opts);
+void respawn_release(struct respawn *w);
+
+/* Starts a worker now (or, if that fails, in a second). */
+void respawn_start(struct respawn *w);
+/* Kills the worker and starts another; running requests are answered with
+ * why. */
+void respawn_restart(struct respawn *w, const char *why);
+/* The worker's process ended with status (from waitpid): what it ran is
+ * answered with how it ended, and another starts, at once unless workers keep
+ * dying before they are ready. */
+void respawn_reaped(struct respawn *w, int status);
+/* The worker said hello: true if it was starting (it is ready now). */
+bool respawn_hello(struct respawn *w);
+/* What the worker can do for requests now. */
+enum kernel_worker respawn_state(const struct respawn *w);
+
+#endif

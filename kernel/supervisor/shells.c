@@ -1,0 +1,403 @@
+/* shells: queues of requests for the worker, one per shell.
+ *
+ * Requests for the worker wait in the queue of their shell: the main shell,
+ * or a subshell named by the header's subshell_id (JEP 91). Each shell has at
+ * most one request in the worker at a time; subshells run theirs in threads
+ * of their own, so a long cell does not hold up a quick one elsewhere.
+ * Control requests for the worker jump the main queue.
+ *
+ * Every request that leaves a queue is answered exactly once and followed by
+ * exactly one idle, whichever way it ends; a request that fails under
+ * stop_on_error takes the execute requests waiting behind it in its shell
+ * with it (answered "aborted", as ipykernel does). */
+#include "kernel/supervisor/shells.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/log.h"
+#include "kernel/supervisor/limits.h"
+#include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/outbox.h"
+
+void shells_init(struct kernel *k)
+{
+    memset(k->shells, 0, sizeof k->shells);
+    k->nshells = 1; /* the main shell, id "" */
+}
+
+static void enqueue(struct shell *sh, struct request *r, bool front)
+{
+    if (front) {
+        r->next = sh->queue_head;
+        sh->queue_head = r;
+        if (!sh->queue_tail)
+            sh->queue_tail = r;
+    } else {
+        r->next = NULL;
+        if (sh->queue_tail)
+            sh->queue_tail->next = r;
+        else
+            sh->queue_head = r;
+        sh->queue_tail = r;
+    }
+}
+
+static struct request *dequeue(struct shell *sh)
+{
+    struct request *r = sh->queue_head;
+    if (r) {
+        sh->queue_head = r->next;
+        if (!sh->queue_head)
+            sh->queue_tail = NULL;
+        r->next = NULL;
+    }
+    return r;
+}
+
+void shells_release(struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct shell *sh = &k->shells[i];
+        struct request *r;
+        while ((r = dequeue(sh)))
+            request_free(r);
+        request_free(sh->current);
+        sh->current = NULL;
+    }
+    for (size_t i = 0; i < KERNEL_RECENT_PARENTS; i++) {
+        json_decref(k->recent[i]);
+        k->recent[i] = NULL;
+    }
+}
+
+struct shell *shells_find(struct kernel *k, const char *id)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        if (strcmp(k->shells[i].id, id) == 0)
+            return &k->shells[i];
+    return NULL;
+}
+
+struct request *shells_running(struct kernel *k, const char *id)
+{
+    if (!id)
+        return k->shells[0].current;
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct request *r = k->shells[i].current;
+        if (r && strcmp(msg_id(r->msg), id) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+struct shell *shells_of(struct kernel *k, const struct request *req)
+{
+    for (size_t i = 0; req && i < k->nshells; i++)
+        if (k->shells[i].current == req)
+            return &k->shells[i];
+    return NULL;
+}
+
+bool shells_any_running(const struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        if (k->shells[i].current)
+            return true;
+    return false;
+}
+
+static void remember_parent(struct kernel *k, const struct request *r)
+{
+    json_decref(k->recent[k->recent_next]);
+    k->recent[k->recent_next] = json_incref(r->msg->header);
+    k->recent_next = (k->recent_next + 1) % KERNEL_RECENT_PARENTS;
+}
+
+json_t *shells_recent_header(struct kernel *k, const char *id)
+{
+    for (size_t i = 0; id && i < KERNEL_RECENT_PARENTS; i++) {
+        json_t *h = k->recent[(k->recent_next + KERNEL_RECENT_PARENTS - 1 - i) %
+                              KERNEL_RECENT_PARENTS];
+        const char *hid = json_string_value(json_object_get(h, "msg_id"));
+        if (hid && strcmp(hid, id) == 0)
+            return h;
+    }
+    return NULL;
+}
+
+/* --- ending requests ---------------------------------------------------------- */
+
+static void send_aborted(struct kernel *k, struct request *r)
+{
+    char type[96];
+    outbox_busy(k, r);
+    if (request_has_reply(r)) {
+        json_t *c = json_pack("{s:s}", "status", "aborted");
+        outbox_reply(k, r, request_reply_type(r, type, sizeof type), &c,
+                     outbox_reply_metadata(k, "aborted"));
+    }
+    outbox_idle(k, r);
+}
+
+/* After an error with stop_on_error, the execute requests already waiting in
+ * that shell are answered "aborted" without running; other requests
+ * (completion, inspection) still run. With everything, all requests waiting
+ * in the shell go (restart, deletion of a subshell). */
+static void abort_queued(struct kernel *k, struct shell *sh, bool everything)
+{
+    struct request **p = &sh->queue_head, *last = NULL;
+    while (*p) {
+        struct request *r = *p;
+        if (everything || r->execute) {
+            *p = r->next;
+            log_info("aborting %s %s", msg_type(r->msg), msg_id(r->msg));
+            send_aborted(k, r);
+            request_free(r);
+        } else {
+            last = r;
+            p = &r->next;
+        }
+    }
+    sh->queue_tail = last;
+}
+
+void shells_abort_all(struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        abort_queued(k, &k->shells[i], true);
+}
+
+/* Takes the running request out of sh: its timers stop and nothing routes to
+ * it any more. The caller answers and frees it. */
+static struct request *take_current(struct kernel *k, struct shell *sh)
+{
+    struct request *r = sh->current;
+    sh->current = NULL;
+    if (r)
+        limits_stop(k, r);
+    return r;
+}
+
+void shells_finish(struct kernel *k, struct shell *sh, const json_t *content,
+                   const json_t *metadata)
+{
+    struct request *r = take_current(k, sh);
+    if (!r)
+        return;
+    char type[96];
+    /* The worker drops stream output past the cap before it reaches the link;
+     * it reports how much, and the supervisor says it once, with its own count. */
+    json_t *wd = json_object_get(content, "sandpit_dropped");
+    limits_report_dropped(k, r,
+                          json_is_integer(wd) && json_integer_value(wd) > 0
+                              ? (unsigned long)json_integer_value(wd)
+                              : 0);
+    json_t *c = json_is_object(content) ? json_deep_copy(content) : json_object();
+    json_object_del(c, "sandpit_dropped");
+    const char *status = json_string_value(json_object_get(c, "status"));
+    if (!status) {
+        json_object_set_new(c, "status", json_string("error"));
+        status = "error";
+    }
+    if (r->execute)
+        json_object_set_new(c, "execution_count", json_integer(r->execution_count));
+    json_t *md = outbox_reply_metadata(k, status);
+    if (md && json_is_object(metadata))
+        json_object_update(md, (json_t *)metadata);
+    bool failed = strcmp(status, "error") == 0;
+    if (request_has_reply(r)) {
+        outbox_reply(k, r, request_reply_type(r, type, sizeof type), &c, md);
+    } else {
+        json_decref(c);
+        json_decref(md);
+    }
+    outbox_idle(k, r);
+    if (r->execute && failed && r->stop_on_error && !r->silent)
+        abort_queued(k, sh, false);
+    request_free(r);
+}
+
+/* A running request whose worker went away: an error on iopub (for a cell the
+ * user sees) and in its reply. */
+static void lose_request(struct kernel *k, struct shell *sh, const char *why)
+{
+    struct request *r = take_current(k, sh);
+    if (!r)
+        return;
+    const char *ename = r->interrupted_for_timeout ? "TimeoutError" : "WorkerDied";
+    log_warn("%s %s: %s", msg_type(r->msg), msg_id(r->msg), why);
+    if (r->execute && !r->silent) {
+        char line[1024];
+        snprintf(line, sizeof line, "\033[0;31m%s\033[0m: %s", ename, why);
+        json_t *c = json_pack("{s:s, s:s, s:[s]}", "ename", ename, "evalue", why,
+                              "traceback", line);
+        outbox_publish(k, r->msg->header, "error", &c);
+    }
+    if (request_has_reply(r))
+        outbox_error(k, r, ename, why);
+    outbox_idle(k, r);
+    if (r->execute && r->stop_on_error && !r->silent)
+        abort_queued(k, sh, false);
+    request_free(r);
+}
+
+static void remove_shell(struct kernel *k, struct shell *sh, const char *why,
+                         bool tell_worker)
+{
+    abort_queued(k, sh, true);
+    struct request *r = take_current(k, sh);
+    if (r) {
+        /* Its thread is told to stop; the running request gets its answer now. */
+        outbox_error(k, r, "SubshellDeleted", why);
+        outbox_idle(k, r);
+        request_free(r);
+    }
+    if (tell_worker) {
+        json_t *w = json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "delete",
+                              "id", sh->id);
+        if (w)
+            k->io.to_worker(k->io.ctx, w, NULL);
+        json_decref(w);
+    }
+    size_t i = (size_t)(sh - k->shells);
+    memmove(&k->shells[i], &k->shells[i + 1], (k->nshells - i - 1) * sizeof *sh);
+    k->nshells--;
+}
+
+void shells_delete(struct kernel *k, struct shell *sh, const char *why)
+{
+    remove_shell(k, sh, why, true);
+}
+
+void shells_worker_lost(struct kernel *k, const char *why)
+{
+    /* Each running request, in any shell, gets its own answer... */
+    for (size_t i = 0; i < k->nshells; i++)
+        lose_request(k, &k->shells[i], why);
+    /* ...and the subshells go: they lived in the worker's threads. */
+    while (k->nshells > 1)
+        remove_shell(k, &k->shells[k->nshells - 1],
+                     "The worker process was restarted, and the subshell with it.", false);
+}
+
+struct shell *shells_create(struct kernel *k)
+{
+    if (k->nshells == KERNEL_MAX_SHELLS)
+        return NULL;
+    struct msg_session ids;
+    msg_session_init(&ids, NULL); /* a fresh UUID */
+    struct shell *sh = &k->shells[k->nshells++];
+    memset(sh, 0, sizeof *sh);
+    snprintf(sh->id, sizeof sh->id, "%s", ids.session);
+    json_t *w =
+        json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "create", "id", sh->id);
+    if (w)
+        k->io.to_worker(k->io.ctx, w, NULL);
+    json_decref(w);
+    log_info("created subshell %s", sh->id);
+    return sh;
+}
+
+/* --- starting requests ---------------------------------------------------------- */
+
+/* Reads execute_request's flags; false (with an error reply sent) when the
+ * content is not an execute request a kernel can run. */
+static bool prepare_execute(struct kernel *k, struct request *r)
+{
+    json_t *c = r->msg->content;
+    if (!json_is_string(json_object_get(c, "code"))) {
+        outbox_busy(k, r);
+        outbox_error(k, r, "ValueError", "execute_request has no \"code\" string");
+        outbox_idle(k, r);
+        return false;
+    }
+    json_t *v;
+    r->silent = json_is_true(json_object_get(c, "silent"));
+    v = json_object_get(c, "store_history");
+    r->store_history = !r->silent && (v ? json_is_true(v) : true);
+    v = json_object_get(c, "stop_on_error");
+    r->stop_on_error = v ? json_is_true(v) : true;
+    limits_set_timeout(k, r);
+    return true;
+}
+
+void shells_submit(struct kernel *k, struct request **req)
+{
+    struct request *r = *req;
+    *req = NULL;
+    const char *sub = json_string_value(json_object_get(r->msg->header, "subshell_id"));
+    struct shell *sh = shells_find(k, sub ? sub : "");
+    if (!sh) {
+        outbox_busy(k, r);
+        if (request_has_reply(r))
+            outbox_error(k, r, "KeyError",
+                         "no subshell with the subshell_id in this request's header");
+        outbox_idle(k, r);
+        request_free(r);
+        return;
+    }
+    if (r->execute && !prepare_execute(k, r)) {
+        request_free(r);
+        return;
+    }
+    enqueue(sh, r, r->channel == CONNECTION_CONTROL);
+    shells_pump(k);
+}
+
+static void start_request(struct kernel *k, struct shell *sh, struct request *r)
+{
+    outbox_busy(k, r);
+    const char *code = json_string_value(json_object_get(r->msg->content, "code"));
+    if (r->execute) {
+        if (r->store_history) {
+            k->execution_count++;
+            history_add(&k->history, k->execution_count, code);
+        }
+        r->execution_count = k->execution_count + (r->store_history ? 0 : 1);
+        if (!r->silent) {
+            json_t *c = json_pack("{s:s, s:i}", "code", code, "execution_count",
+                                  r->execution_count);
+            outbox_publish(k, r->msg->header, "execute_input", &c);
+        }
+    }
+    json_t *w = json_pack(
+        "{s:s, s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f, s:I}", "type", "request",
+        "shell", sh->id, "msg_type", msg_type(r->msg), "header", r->msg->header,
+        "content", r->msg->content, "metadata", r->msg->metadata, "execution_count",
+        r->execution_count, "silent", r->silent, "store_history", r->store_history,
+        "timeout", r->timeout_s, "max_output", (json_int_t)k->opts->max_output);
+    sh->current = r;
+    remember_parent(k, r);
+    limits_start(k, r);
+    if (!w || k->io.to_worker(k->io.ctx, w, r->msg) != 0)
+        log_warn("the request %s did not reach the worker", msg_id(r->msg));
+    json_decref(w);
+}
+
+void shells_pump(struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct shell *sh = &k->shells[i];
+        while (!sh->current && sh->queue_head) {
+            enum kernel_worker w = k->io.worker(k->io.ctx);
+            if (w == KERNEL_WORKER_READY) {
+                start_request(k, sh, dequeue(sh));
+            } else if (w == KERNEL_WORKER_FAILING) {
+                /* Workers keep failing to start: answer rather than leave clients
+                 * waiting. */
+                struct request *r = dequeue(sh);
+                outbox_busy(k, r);
+                if (request_has_reply(r))
+                    outbox_error(k, r, "WorkerUnavailable",
+                                 "The Python worker cannot start; the kernel log says "
+                                 "why. sandpit keeps trying to start it.");
+                outbox_idle(k, r);
+                request_free(r);
+            } else {
+                break;
+            }
+        }
+    }
+}
