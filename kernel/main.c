@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "kernel/install.h"
-#include "kernel/supervisor/kernel.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
 #include "kernel/supervisor/supervisor.h"
+#include "kernel/version.h"
 #include "kernel/worker/worker.h"
 #include "sandbox/sandbox.h"
 

@@ -219,7 +219,8 @@ static int flush_out(struct child *c)
         c->out_len -= (size_t)n;
     }
     /* Wait for the link to be writable only while something is waiting. */
-    loop_set_events(c->loop, c->fd_event, LOOP_READABLE | (c->out_len ? LOOP_WRITABLE : 0));
+    loop_set_events(c->loop, c->fd_event,
+                    LOOP_READABLE | (c->out_len ? LOOP_WRITABLE : 0));
     return 0;
 }
 
@@ -337,8 +338,8 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
     c->link_closed = false;
     c->out_len = 0;
     c->reader.off = c->reader.len = 0;
-    long long lid = loop_add_fd(c->loop, c->log_fd, LOOP_READABLE, LOOP_RANK_WORKER_LOG,
-                                on_log, c);
+    long long lid =
+        loop_add_fd(c->loop, c->log_fd, LOOP_READABLE, LOOP_RANK_WORKER_LOG, on_log, c);
     long long fid =
         loop_add_fd(c->loop, c->fd, LOOP_READABLE, LOOP_RANK_WORKER_LINK, on_link, c);
     c->log_event = lid > 0 ? lid : 0;

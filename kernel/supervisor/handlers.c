@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernel/log.h"
+#include "kernel/version.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"

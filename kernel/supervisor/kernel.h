@@ -17,8 +17,6 @@
 #include "protocol/connection.h"
 #include "protocol/msg.h"
 
-#define SANDPIT_VERSION "0.1.0"
-
 #define KERNEL_MAX_SHELLS     16 /* the main shell and up to 15 subshells */
 #define KERNEL_RECENT_PARENTS 64 /* headers kept for output that comes late */
 #define KERNEL_SHELL_ID_MAX   48
@@ -56,7 +54,7 @@ struct kernel_io {
      * if it was not (a hello from running code, to be ignored). */
     bool (*worker_hello)(void *ctx);
     /* Kills the worker and starts another; running requests are answered
-     * with why (kernel_worker_lost). */
+     * with why (shells_worker_lost). */
     void (*restart_worker)(void *ctx, const char *why);
 };
 
@@ -78,7 +76,7 @@ struct kernel {
     int execution_count;
     struct history history;
     char python_version[32];
-    json_t *sandbox_report; /* from the worker's hello, or NULL */
+    json_t *sandbox_report;   /* from the worker's hello, or NULL */
     unsigned long bad_frames; /* frames from the worker that were dropped */
 };
 

@@ -86,7 +86,8 @@ static void interrupt_shell(struct kernel *k, struct shell *sh, bool timeout)
     if (sh == &k->shells[0])
         k->io.signal_worker(k->io.ctx, SIGINT);
     if (!r->escalation_timer) {
-        long long id = loop_add_timer(k->loop, LIMITS_INTERRUPT_GRACE_S, on_escalation, k);
+        long long id =
+            loop_add_timer(k->loop, LIMITS_INTERRUPT_GRACE_S, on_escalation, k);
         r->escalation_timer = id > 0 ? id : 0;
     }
 }
@@ -135,8 +136,7 @@ void limits_interrupt_all(struct kernel *k, const char *reason)
         interrupt_shell(k, &k->shells[i], false);
 }
 
-bool limits_output(struct kernel *k, struct request *r, const char *type,
-                   json_t *content)
+bool limits_output(struct kernel *k, struct request *r, const char *type, json_t *content)
 {
     if (!r || !k->opts->max_output)
         return true;

@@ -19,8 +19,8 @@ struct respawn {
     struct child *child;
     struct loop *loop;
     const struct options *opts;
-    char **env;         /* the environment workers get (see child_environment) */
-    int start_failures; /* consecutive workers that died before saying hello */
+    char **env;            /* the environment workers get (see child_environment) */
+    int start_failures;    /* consecutive workers that died before saying hello */
     long long retry_timer; /* a delayed start; 0: none */
     long long hello_timer; /* the start-up deadline; 0: none */
 };

@@ -87,7 +87,8 @@ static void worker_reply(struct kernel *k, json_t *obj)
         bad_frame(k, "a reply with no request running in its shell");
         return;
     }
-    shells_finish(k, sh, json_object_get(obj, "content"), json_object_get(obj, "metadata"));
+    shells_finish(k, sh, json_object_get(obj, "content"),
+                  json_object_get(obj, "metadata"));
 }
 
 static void worker_input_request(struct kernel *k, json_t *obj)

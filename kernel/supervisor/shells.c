@@ -18,7 +18,6 @@
 
 #include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
-#include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
 
 void shells_init(struct kernel *k)
@@ -255,8 +254,8 @@ static void remove_shell(struct kernel *k, struct shell *sh, const char *why,
         request_free(r);
     }
     if (tell_worker) {
-        json_t *w = json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "delete",
-                              "id", sh->id);
+        json_t *w = json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "delete", "id",
+                              sh->id);
         if (w)
             k->io.to_worker(k->io.ctx, w, NULL);
         json_decref(w);
@@ -279,7 +278,8 @@ void shells_worker_lost(struct kernel *k, const char *why)
     /* ...and the subshells go: they lived in the worker's threads. */
     while (k->nshells > 1)
         remove_shell(k, &k->shells[k->nshells - 1],
-                     "The worker process was restarted, and the subshell with it.", false);
+                     "The worker process was restarted, and the subshell with it.",
+                     false);
 }
 
 struct shell *shells_create(struct kernel *k)

@@ -9,11 +9,11 @@
  *   shells.c      shells_submit: queued in its shell; shells_pump then
  *                 start_request: busy, execute_input, the request on the link
  *   limits.c      limits_start: its time limit starts to run
- *   link/frames.c link_request_build; child.c child_send: written to the link
+ *   child.c       child_send: the frame is written to the link (link/link.c)
  *   worker/       worker_main, pyrt_serve: the cell runs, output is pumped
  *   child.c       on_link, read_link: the worker's frames, one by one
- *   route.c       route_frame: link_*_parse; output to iopub (outbox.c), the
- *                 reply to shells_finish (shells.c): reply, then idle
+ *   route.c       route_frame: output to iopub (outbox.c), the reply to
+ *                 shells_finish (shells.c): reply, then idle
  *   outbox.c      outbox_reply, outbox_idle; channels.c channels_send
  *
  * The supervisor never runs user code and never blocks: every socket is read
@@ -274,8 +274,8 @@ static int open_signals(struct supervisor *s)
 /* Registers the sockets, the signals and the parent's watch with the loop. */
 static int register_events(struct supervisor *s)
 {
-    long long id = loop_add_fd(s->loop, s->sigfd, LOOP_READABLE, LOOP_RANK_SIGNALS,
-                               on_signal, s);
+    long long id =
+        loop_add_fd(s->loop, s->sigfd, LOOP_READABLE, LOOP_RANK_SIGNALS, on_signal, s);
     if (id < 0)
         return (int)id;
     /* Registered in this order, which is the order of a turn within a rank. */
@@ -324,7 +324,9 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
     const char *user = getenv("USER");
     struct passwd *pw = getpwuid(getuid());
     if ((rc = kernel_init(&s->k, opts, opts->workspace,
-                          user ? user : pw ? pw->pw_name : "kernel")))
+                          user ? user
+                          : pw ? pw->pw_name
+                               : "kernel")))
         return rc;
     if ((rc = open_signals(s)))
         return rc;
