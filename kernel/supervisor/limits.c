@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
@@ -77,9 +78,10 @@ static void interrupt_shell(struct kernel *k, struct shell *sh, bool timeout)
     struct request *r = sh->current;
     if (!r || k->io.worker(k->io.ctx) != KERNEL_WORKER_READY)
         return;
-    json_t *note = json_pack("{s:s, s:s, s:s, s:s, s:f}", "type", "interrupt", "shell",
-                             sh->id, "parent", msg_id(r->msg), "reason",
-                             timeout ? "timeout" : "interrupt", "limit", r->timeout_s);
+    json_t *note = link_interrupt_build(&(struct link_interrupt){.shell = sh->id,
+                                                                 .parent = msg_id(r->msg),
+                                                                 .timeout = timeout,
+                                                                 .limit = r->timeout_s});
     if (note)
         k->io.to_worker(k->io.ctx, note, NULL);
     json_decref(note);

@@ -1,15 +1,19 @@
 /* route: what the worker sends, and the answers to what it asked.
  *
- * Each event names the request it belongs to (its msg_id), which gives it its
- * parent header, even for output from a thread that a cell started and that
- * outlived the cell. A reply is matched to the request running in the shell
- * it names; a reply for a shell that runs nothing is dropped, so that code in
- * the worker cannot answer a request twice. */
+ * A frame passes its kind's parser (link/frames.c) before anything is done
+ * with it. Each event names the request it belongs to (its msg_id), which
+ * gives it its parent header, even for output from a thread that a cell
+ * started and that outlived the cell. A reply must be for the request running
+ * in the shell it names (and, when it names its parent, for that very one):
+ * code in the worker cannot answer a request twice, nor one that has not
+ * started. */
 #include "kernel/supervisor/route.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/outbox.h"
@@ -21,107 +25,114 @@ static void bad_frame(struct kernel *k, const char *what)
     log_warn("dropped a frame from the worker (%lu so far): %s", k->bad_frames, what);
 }
 
-static const char *const iopub_types[] = {
-    "stream",         "display_data", "update_display_data",
-    "execute_result", "error",        "clear_output",
-    "comm_open",      "comm_msg",     "comm_close",
-};
-
-static void worker_iopub(struct kernel *k, json_t *obj, const struct link_frame *f)
+static void worker_iopub(struct kernel *k, const struct link_iopub *f,
+                         const struct link_frame *raw)
 {
-    const char *type = json_string_value(json_object_get(obj, "msg_type"));
-    json_t *content = json_object_get(obj, "content");
-    bool known = false;
-    for (size_t i = 0; type && i < sizeof iopub_types / sizeof iopub_types[0]; i++)
-        known |= strcmp(type, iopub_types[i]) == 0;
-    if (!known || !json_is_object(content)) {
-        char what[96];
-        snprintf(what, sizeof what, "an iopub message that is not one: %.40s",
-                 type ? type : "(no msg_type)");
-        bad_frame(k, what);
-        return;
-    }
     /* Its parent: the request it names (running, or run lately), else the main
      * shell's running request. */
-    const char *pid = json_string_value(json_object_get(obj, "parent"));
-    struct request *r = pid ? shells_running(k, pid) : NULL;
-    json_t *parent = r ? r->msg->header : shells_recent_header(k, pid);
-    if (!parent && !pid && (r = shells_running(k, NULL)))
+    struct request *r = f->parent ? shells_running(k, f->parent) : NULL;
+    json_t *parent = r ? r->msg->header : shells_recent_header(k, f->parent);
+    if (!parent && !f->parent && (r = shells_running(k, NULL)))
         parent = r->msg->header;
-    if (!limits_output(k, r, type, content))
+    if (!limits_output(k, r, f->msg_type, f->content))
         return;
-    if (r && strcmp(type, "execute_result") == 0 && r->store_history) {
+    if (r && strcmp(f->msg_type, "execute_result") == 0 && r->store_history) {
         const char *text = json_string_value(
-            json_object_get(json_object_get(content, "data"), "text/plain"));
+            json_object_get(json_object_get(f->content, "data"), "text/plain"));
         if (text)
             history_set_output(&k->history, r->execution_count, text);
     }
-    json_t *c = json_incref(content);
-    outbox_publish_full(k, parent, type, &c, json_object_get(obj, "metadata"), f->buffers,
-                        f->nbuffers);
+    json_t *c = json_incref(f->content);
+    outbox_publish_full(k, parent, f->msg_type, &c, f->metadata, raw->buffers,
+                        raw->nbuffers);
 }
 
-static void worker_hello(struct kernel *k, json_t *obj)
+static void worker_hello(struct kernel *k, const struct link_hello *f)
 {
     /* Only a starting worker says hello: once cells run, the link is in reach
      * of the user's code, which must not rewrite the sandbox's report. */
     if (!k->io.worker_hello(k->io.ctx)) {
-        log_warn("a hello from a worker that is already running: ignored");
+        bad_frame(k, "a hello from a worker that is already running");
         return;
     }
-    const char *v = json_string_value(json_object_get(obj, "python_version"));
-    if (v)
-        snprintf(k->python_version, sizeof k->python_version, "%s", v);
-    json_t *report = json_object_get(obj, "sandbox");
-    if (report) {
-        json_decref(k->sandbox_report);
-        k->sandbox_report = json_incref(report);
-    }
+    snprintf(k->python_version, sizeof k->python_version, "%s", f->python_version);
+    json_decref(k->sandbox_report);
+    k->sandbox_report = json_incref(f->sandbox);
 }
 
-static void worker_reply(struct kernel *k, json_t *obj)
+static void worker_reply(struct kernel *k, const struct link_reply *f)
 {
-    const char *id = json_string_value(json_object_get(obj, "shell"));
-    struct shell *sh = shells_find(k, id ? id : "");
+    struct shell *sh = shells_find(k, f->shell);
     if (!sh || !sh->current) {
         bad_frame(k, "a reply with no request running in its shell");
         return;
     }
-    shells_finish(k, sh, json_object_get(obj, "content"),
-                  json_object_get(obj, "metadata"));
+    if (f->parent && strcmp(f->parent, msg_id(sh->current->msg)) != 0) {
+        bad_frame(k, "a reply to a request that its shell is not running");
+        return;
+    }
+    shells_finish(k, sh, f->content, f->metadata);
 }
 
-static void worker_input_request(struct kernel *k, json_t *obj)
+static void worker_input_request(struct kernel *k, const struct link_input_request *f)
 {
-    json_t *content = json_object_get(obj, "content");
-    const char *pid = json_string_value(json_object_get(obj, "parent"));
-    struct request *r = shells_running(k, pid);
-    if (!r || !json_is_object(content)) {
+    struct request *r = shells_running(k, f->parent);
+    if (!r) {
         bad_frame(k, "an input request with no request running");
         return;
     }
-    json_t *c = json_incref(content);
+    json_t *c = json_incref(f->content);
     if (outbox_input_request(k, r, &c, r->input_id, sizeof r->input_id) != 0)
         r->input_id[0] = 0;
 }
 
-void route_frame(struct kernel *k, const struct link_frame *f)
+void route_frame(struct kernel *k, const struct link_frame *raw)
 {
-    json_error_t jerr;
-    json_t *obj = json_loadb(f->json, f->json_len, 0, &jerr);
-    const char *type = json_string_value(json_object_get(obj, "type"));
-    if (!type)
-        bad_frame(k, obj ? "a message without a type" : jerr.text);
-    else if (strcmp(type, "iopub") == 0)
-        worker_iopub(k, obj, f);
-    else if (strcmp(type, "reply") == 0)
-        worker_reply(k, obj);
-    else if (strcmp(type, "hello") == 0)
-        worker_hello(k, obj);
-    else if (strcmp(type, "input_request") == 0)
-        worker_input_request(k, obj);
-    else
-        bad_frame(k, "an unknown kind of frame");
+    char err[256];
+    enum link_kind kind;
+    json_t *obj;
+    if (link_decode(raw->json, raw->json_len, &kind, &obj, err, sizeof err) != 0) {
+        bad_frame(k, err);
+        return;
+    }
+    int rc = 0;
+    switch (kind) {
+    case LINK_IOPUB: {
+        struct link_iopub f;
+        if (!(rc = link_iopub_parse(obj, &f, err, sizeof err)))
+            worker_iopub(k, &f, raw);
+        break;
+    }
+    case LINK_REPLY: {
+        struct link_reply f;
+        if (!(rc = link_reply_parse(obj, &f, err, sizeof err)))
+            worker_reply(k, &f);
+        break;
+    }
+    case LINK_HELLO: {
+        struct link_hello f;
+        if (!(rc = link_hello_parse(obj, &f, err, sizeof err)))
+            worker_hello(k, &f);
+        break;
+    }
+    case LINK_INPUT_REQUEST: {
+        struct link_input_request f;
+        if (!(rc = link_input_request_parse(obj, &f, err, sizeof err)))
+            worker_input_request(k, &f);
+        break;
+    }
+    case LINK_REQUEST:
+    case LINK_INTERRUPT:
+    case LINK_SUBSHELL:
+    case LINK_INPUT_REPLY:
+    case LINK_KINDS:
+        rc = -EBADMSG;
+        snprintf(err, sizeof err, "a %s frame, which only the supervisor sends",
+                 link_kind_name(kind));
+        break;
+    }
+    if (rc)
+        bad_frame(k, err);
     json_decref(obj);
 }
 
@@ -157,8 +168,8 @@ void route_stdin(struct kernel *k, struct msg **m)
         log_warn("an input_reply came with no cell waiting for input");
         goto out;
     }
-    json_t *w = json_pack("{s:s, s:s, s:O}", "type", "input_reply", "parent",
-                          msg_id(r->msg), "content", (*m)->content);
+    json_t *w = link_input_reply_build(
+        &(struct link_input_reply){.parent = msg_id(r->msg), .content = (*m)->content});
     r->input_id[0] = 0;
     if (w)
         k->io.to_worker(k->io.ctx, w, NULL);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/outbox.h"
@@ -254,8 +255,8 @@ static void remove_shell(struct kernel *k, struct shell *sh, const char *why,
         request_free(r);
     }
     if (tell_worker) {
-        json_t *w = json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "delete", "id",
-                              sh->id);
+        json_t *w = link_subshell_build(
+            &(struct link_subshell){.op = LINK_SUBSHELL_DELETE, .id = sh->id});
         if (w)
             k->io.to_worker(k->io.ctx, w, NULL);
         json_decref(w);
@@ -291,8 +292,8 @@ struct shell *shells_create(struct kernel *k)
     struct shell *sh = &k->shells[k->nshells++];
     memset(sh, 0, sizeof *sh);
     snprintf(sh->id, sizeof sh->id, "%s", ids.session);
-    json_t *w =
-        json_pack("{s:s, s:s, s:s}", "type", "subshell", "op", "create", "id", sh->id);
+    json_t *w = link_subshell_build(
+        &(struct link_subshell){.op = LINK_SUBSHELL_CREATE, .id = sh->id});
     if (w)
         k->io.to_worker(k->io.ctx, w, NULL);
     json_decref(w);
@@ -362,12 +363,18 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
             outbox_publish(k, r->msg->header, "execute_input", &c);
         }
     }
-    json_t *w = json_pack(
-        "{s:s, s:s, s:s, s:O, s:O, s:O, s:i, s:b, s:b, s:f, s:I}", "type", "request",
-        "shell", sh->id, "msg_type", msg_type(r->msg), "header", r->msg->header,
-        "content", r->msg->content, "metadata", r->msg->metadata, "execution_count",
-        r->execution_count, "silent", r->silent, "store_history", r->store_history,
-        "timeout", r->timeout_s, "max_output", (json_int_t)k->opts->max_output);
+    json_t *w = link_request_build(&(struct link_request){
+        .shell = sh->id,
+        .msg_type = msg_type(r->msg),
+        .header = r->msg->header,
+        .content = r->msg->content,
+        .metadata = r->msg->metadata,
+        .execution_count = r->execution_count,
+        .silent = r->silent,
+        .store_history = r->store_history,
+        .timeout = r->timeout_s,
+        .max_output = k->opts->max_output,
+    });
     sh->current = r;
     remember_parent(k, r);
     limits_start(k, r);

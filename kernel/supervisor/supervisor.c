@@ -9,11 +9,14 @@
  *   shells.c      shells_submit: queued in its shell; shells_pump then
  *                 start_request: busy, execute_input, the request on the link
  *   limits.c      limits_start: its time limit starts to run
- *   child.c       child_send: the frame is written to the link (link/link.c)
- *   worker/       worker_main, pyrt_serve: the cell runs, output is pumped
+ *   link/         link_request_build (frames.c), then here io_to_worker and
+ *                 child.c child_send: written to the link (link.c link_encode)
+ *   worker/       worker_main, pyrt_serve: the cell runs; pump.c and
+ *                 uplink.c send its output and its reply up the link
  *   child.c       on_link, read_link: the worker's frames, one by one
- *   route.c       route_frame: output to iopub (outbox.c), the reply to
- *                 shells_finish (shells.c): reply, then idle
+ *   route.c       route_frame: link_decode, link_reply_parse (frames.c);
+ *                 output to iopub (outbox.c), the reply to shells_finish
+ *                 (shells.c): the reply, then idle
  *   outbox.c      outbox_reply, outbox_idle; channels.c channels_send
  *
  * The supervisor never runs user code and never blocks: every socket is read
@@ -36,6 +39,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/channels.h"
 #include "kernel/supervisor/child.h"
@@ -86,7 +90,7 @@ static int io_send(void *ctx, enum connection_channel ch, const struct msg *m)
 static int io_to_worker(void *ctx, const json_t *frame, const struct msg *buffers)
 {
     struct supervisor *s = ctx;
-    char *text = json_dumps(frame, JSON_COMPACT);
+    char *text = link_encode_text(frame);
     if (!text)
         return -ENOMEM;
     int rc = child_send(s->child, text, strlen(text), buffers ? buffers->buffers : NULL,

@@ -30,9 +30,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/monotime.h"
-#include "kernel/worker/worker.h"
+#include "kernel/worker/uplink.h"
 
 #define FLUSH_MS  20
 #define SEND_AT   (256u << 10) /* send at once when this much is waiting */
@@ -123,15 +124,17 @@ static size_t utf8_clean(const char *src, size_t len, bool final, char **out,
 
 static void send_stream(int which, const char *text, size_t len, const char *tag)
 {
-    json_t *obj =
-        json_pack("{s:s, s:s, s:{s:s, s:s%}}", "type", "iopub", "msg_type", "stream",
-                  "content", "name", stream_names[which], "text", text, len);
-    if (obj && tag[0])
-        json_object_set_new(obj, "parent", json_string(tag));
-    char *json = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-    if (json)
-        worker_send(json, strlen(json), NULL, 0);
-    free(json);
+    json_t *content =
+        json_pack("{s:s, s:s%}", "name", stream_names[which], "text", text, len);
+    json_t *obj = content ? link_iopub_build(&(struct link_iopub){
+                                .msg_type = "stream",
+                                .parent = tag[0] ? tag : NULL,
+                                .content = content,
+                            })
+                          : NULL;
+    json_decref(content);
+    if (obj)
+        uplink_send_frame(obj);
     json_decref(obj);
 }
 

@@ -26,7 +26,7 @@
 #include "kernel/embedded.h"
 #include "kernel/log.h"
 #include "kernel/worker/pump.h"
-#include "kernel/worker/worker.h"
+#include "kernel/worker/uplink.h"
 
 #define PY_PREFIX "kernel/python/"
 
@@ -70,7 +70,7 @@ static PyObject *sp_send(PyObject *self, PyObject *args)
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-        rc = worker_send(json.buf, (size_t)json.len, frames, (size_t)n);
+        rc = uplink_send(json.buf, (size_t)json.len, frames, (size_t)n);
     Py_END_ALLOW_THREADS
     if (rc) {
         errno = -rc;
@@ -100,7 +100,7 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
     int rc;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
-            rc = worker_recv(&f, block);
+            rc = uplink_recv(&f, block);
         Py_END_ALLOW_THREADS
         if (rc != -EINTR)
             break;

@@ -1,4 +1,4 @@
-/* worker: the process that runs cells, and its end of the link.
+/* worker: the process that runs cells.
  *
  * The order of start-up is the point of this file (see sandbox/POLICY.md):
  * descriptors are already closed by the supervisor (only stdio and the link
@@ -12,91 +12,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernel/fsutil.h"
+#include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
+#include "kernel/worker/uplink.h"
 #include "sandbox/sandbox.h"
-
-static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct link_reader reader;
-
-/* The link is the worker's only reason to exist: when it breaks (the
- * supervisor has gone, or a cell closed or replaced fd 3), the worker ends at
- * once, so that the supervisor sees it die and answers the running cell. */
-static _Noreturn void link_lost(int err)
-{
-    log_info("the link to the supervisor is gone (%s); the worker exits",
-             err ? strerror(err) : "closed");
-    _exit(err ? 70 : 0);
-}
-
-int worker_send(const char *json, size_t json_len, const struct wire_frame *buffers,
-                size_t nbuffers)
-{
-    unsigned char *frame;
-    size_t len;
-    int rc = link_encode(json, json_len, buffers, nbuffers, &frame, &len);
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&send_mu);
-    rc = link_write_all(WORKER_LINK_FD, frame, len);
-    pthread_mutex_unlock(&send_mu);
-    free(frame);
-    if (rc == -EBADF || rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTSOCK)
-        link_lost(-rc);
-    return rc;
-}
-
-int worker_recv(struct link_frame *out, bool block)
-{
-    pthread_mutex_lock(&recv_mu);
-    int rc;
-    for (;;) {
-        rc = link_reader_next(&reader, out);
-        if (rc != 0)
-            break;
-        /* A bounded wait, so that a cell closing fd 3 under this poll is noticed
-         * (poll holds the socket open and would never return). */
-        struct pollfd pfd = {.fd = WORKER_LINK_FD, .events = POLLIN};
-        int n = poll(&pfd, 1, block ? 1000 : 0);
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        if (n == 0) {
-            if (fcntl(WORKER_LINK_FD, F_GETFD) < 0)
-                link_lost(EBADF);
-            if (!block) {
-                rc = 0;
-                break;
-            }
-            continue;
-        }
-        if (pfd.revents & POLLNVAL)
-            link_lost(EBADF);
-        ssize_t got = link_reader_fill(&reader, WORKER_LINK_FD);
-        if (got == 0)
-            link_lost(0);
-        if (got < 0 && got != -EAGAIN && got != -EINTR)
-            link_lost((int)-got);
-        if (got == -EINTR) {
-            rc = -EINTR;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&recv_mu);
-    return rc;
-}
 
 /* The folders the interpreter reads: its prefix and where packages live. */
 static const char *const python_ro_paths[] = {
@@ -139,18 +67,24 @@ static void set_environment(const struct options *o)
     setenv("JPY_PARENT_PID", "1", 0);
 }
 
+/* The hello frame: the interpreter and the sandbox's report (new text). */
 static char *hello_json(const struct sandbox_report *r)
 {
     json_t *layers = json_array();
-    for (size_t i = 0; r && i < r->n; i++)
+    for (size_t i = 0; layers && i < r->n; i++)
         json_array_append_new(layers,
                               json_pack("{s:s, s:s, s:s}", "name", r->layers[i].name,
                                         "state", sandbox_state_name(r->layers[i].state),
                                         "detail", r->layers[i].detail));
-    json_t *hello = json_pack("{s:s, s:s, s:i, s:o}", "type", "hello", "python_version",
-                              pyrt_version(), "pid", (int)getpid(), "sandbox", layers);
-    char *text = hello ? json_dumps(hello, JSON_COMPACT) : NULL;
+    json_t *hello = layers ? link_hello_build(&(struct link_hello){
+                                 .python_version = pyrt_version(),
+                                 .pid = (long)getpid(),
+                                 .sandbox = layers,
+                             })
+                           : NULL;
+    char *text = hello ? link_encode_text(hello) : NULL;
     json_decref(hello);
+    json_decref(layers);
     return text;
 }
 
@@ -167,8 +101,7 @@ int worker_main(int argc, char **argv)
         return 2;
     }
     log_init("worker", o.log_level, logfd >= 0 ? logfd : 2);
-    fcntl(WORKER_LINK_FD, F_SETFD, FD_CLOEXEC);
-    link_reader_init(&reader);
+    uplink_init();
     if (chdir(o.workspace) != 0) {
         log_error("cannot enter the workspace %s: %s", o.workspace, strerror(errno));
         return 2;

@@ -128,6 +128,34 @@ def test_malformed_messages_do_not_deafen(kernel, frames):
     assert kernel.run("print('still listening')") == "still listening\n"
 
 
+FORGED_FRAMES = r"""
+import _sandpit, json
+def send(frame):
+    _sandpit.send(frame if isinstance(frame, bytes) else json.dumps(frame).encode())
+send(b"not JSON at all")
+send({"type": "bogus"})
+send({"type": "iopub", "msg_type": "execute_request", "content": {}})
+send({"type": "reply", "shell": ""})
+send({"type": "reply", "shell": "", "parent": "not-the-running-one",
+      "content": {"status": "ok"}})
+send({"type": "reply", "shell": "no-such-subshell", "content": {"status": "ok"}})
+print("still running")
+"""
+
+
+def test_frames_forged_by_a_cell_are_dropped(kernel):
+    """A cell can write to the worker's end of the link. What is not a frame the
+    worker may send, or is malformed, or answers a request that its shell is not
+    running, is dropped: this cell is answered once, by its own reply, after its
+    output; and the kernel keeps serving."""
+    reply, out = kernel.execute(FORGED_FRAMES)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "execution_count" in reply["content"]
+    assert stdout_of(out) == "still running\n"
+    assert [m["msg_type"] for m in out] == ["stream"]
+    assert kernel.run("print(6 * 7)") == "42\n"
+
+
 def test_execute_without_code_is_an_error(kernel):
     s = raw_socket(kernel, "shell")
     kernel.kc.session.send(s, "execute_request", {"silent": False})

@@ -1,100 +1,12 @@
-/* Unit tests for the supervisor's pure parts: the link's framing (whole,
- * split and corrupt streams), the history's queries, and options. */
+/* Unit tests for the supervisor's pure parts: the history's queries, and
+ * options. */
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "kernel/supervisor/history.h"
-#include "kernel/link/link.h"
 #include "kernel/options.h"
 #include "testing.h"
-
-static void test_link_round_trip(void)
-{
-    int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    struct wire_frame bufs[2] = {{"\x00\x01", 2}, {"", 0}};
-    unsigned char *enc;
-    size_t len;
-    REQUIRE(link_encode("{\"a\":1}", 7, bufs, 2, &enc, &len) == 0);
-    /* Written one byte at a time: the reader must assemble the frame. */
-    for (size_t i = 0; i < len; i++)
-        REQUIRE(write(sv[0], enc + i, 1) == 1);
-    REQUIRE(link_write_all(sv[0], enc, len) == 0);
-    free(enc);
-    struct link_reader r;
-    link_reader_init(&r);
-    struct link_frame f;
-    int got = 0;
-    while (got < 2) {
-        int rc = link_reader_next(&r, &f);
-        REQUIRE(rc >= 0);
-        if (rc == 0) {
-            REQUIRE(link_reader_fill(&r, sv[1]) > 0);
-            continue;
-        }
-        got++;
-        CHECK_STR(f.json, "{\"a\":1}");
-        CHECK_INT(f.json_len, 7);
-        CHECK_INT(f.nbuffers, 2);
-        CHECK(f.buffers[0].len == 2 && memcmp(f.buffers[0].data, "\x00\x01", 2) == 0);
-        CHECK_INT(f.buffers[1].len, 0);
-        link_frame_release(&f);
-    }
-    close(sv[0]);
-    CHECK_INT(link_reader_fill(&r, sv[1]), 0); /* end of stream */
-    link_reader_release(&r);
-    close(sv[1]);
-}
-
-static void feed(struct link_reader *r, const void *data, size_t len)
-{
-    int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    REQUIRE(write(sv[0], data, len) == (ssize_t)len);
-    close(sv[0]);
-    while (link_reader_fill(r, sv[1]) > 0)
-        ;
-    close(sv[1]);
-}
-
-static void test_link_corrupt(void)
-{
-    struct link_reader r;
-    struct link_frame f;
-    /* A body length over the maximum. */
-    uint32_t huge[2] = {LINK_MAX_FRAME + 1, 0};
-    link_reader_init(&r);
-    feed(&r, huge, sizeof huge);
-    CHECK_INT(link_reader_next(&r, &f), -EBADMSG);
-    link_reader_release(&r);
-    /* A JSON length that runs past the body. */
-    uint32_t bad_json[3] = {8, 100, 0};
-    link_reader_init(&r);
-    feed(&r, bad_json, sizeof bad_json);
-    CHECK_INT(link_reader_next(&r, &f), -EBADMSG);
-    link_reader_release(&r);
-    /* A buffer length that runs past the body. */
-    unsigned char bad_buf[16];
-    uint32_t body = 12, jlen = 0, blen = 50;
-    memcpy(bad_buf, &body, 4);
-    memcpy(bad_buf + 4, &jlen, 4);
-    memcpy(bad_buf + 8, &blen, 4);
-    memset(bad_buf + 12, 0, 4);
-    link_reader_init(&r);
-    feed(&r, bad_buf, 16);
-    CHECK_INT(link_reader_next(&r, &f), -EBADMSG);
-    link_reader_release(&r);
-    /* An incomplete frame is not an error: it waits for the rest. */
-    uint32_t partial[2] = {100, 3};
-    link_reader_init(&r);
-    feed(&r, partial, sizeof partial);
-    CHECK_INT(link_reader_next(&r, &f), 0);
-    link_reader_release(&r);
-}
 
 static json_t *query(struct history *h, const char *json)
 {
@@ -201,9 +113,10 @@ static void test_options(void)
 }
 
 static const struct testing_case cases[] = {
-    TESTING_CASE(test_link_round_trip), TESTING_CASE(test_link_corrupt),
-    TESTING_CASE(test_history),         TESTING_CASE(test_history_cap),
-    TESTING_CASE(test_options),         {0},
+    TESTING_CASE(test_history),
+    TESTING_CASE(test_history_cap),
+    TESTING_CASE(test_options),
+    {0},
 };
 
 int main(int argc, char **argv)

@@ -272,7 +272,8 @@ def _reply(content, metadata=None, shell=None):
     _kernel.flush()
     if shell is None:
         shell = (_kernel.current or {}).get("shell") or ""
-    frame = {"type": "reply", "shell": shell, "content": content}
+    frame = {"type": "reply", "shell": shell, "content": content,
+             "parent": ((_kernel.current or {}).get("header") or {}).get("msg_id")}
     if metadata:
         frame["metadata"] = metadata
     _kernel.send(frame)

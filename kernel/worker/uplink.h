@@ -1,0 +1,35 @@
+/* uplink: the worker's end of the link to the supervisor (fd 3), usable from
+ * any of the worker's threads: the runtime's request loop and its reader
+ * thread, the output pump, the subshells. When the link breaks, the worker
+ * exits at once, so that the supervisor sees it die and answers the running
+ * cell. Frames handed out own their memory; what is sent is borrowed. */
+#ifndef SANDPIT_UPLINK_H
+#define SANDPIT_UPLINK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernel/link/link.h"
+
+#define UPLINK_FD 3
+
+/* Takes the link over (fd 3, close-on-exec from now). Call once, first. */
+void uplink_init(void);
+
+/* Sends one frame (its JSON text and binary buffers, borrowed). Thread-safe;
+ * blocks while the link is full. 0 or -errno. */
+int uplink_send(const char *json, size_t json_len, const struct wire_frame *buffers,
+                size_t nbuffers);
+
+/* Sends a frame object built by link/frames.h (borrowed). 0 or -errno. */
+int uplink_send_frame(const json_t *frame);
+
+/* Takes the next frame from the supervisor into *out (caller releases).
+ * Thread-safe. With block false it returns at once. Returns 1 (a frame),
+ * 0 (block false and nothing there), -EPIPE (the link is closed), -EINTR (a
+ * signal arrived while waiting: the caller runs its handlers and may retry),
+ * or -errno. */
+int uplink_recv(struct link_frame *out, bool block);
+
+#endif

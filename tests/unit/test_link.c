@@ -1,0 +1,408 @@
+/* Unit tests for the link: its framing (whole, split and corrupt streams) and
+ * its typed frames (every kind built, framed, read back and parsed to the same
+ * fields; malformed frames of every kind rejected with a reason). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kernel/link/frames.h"
+#include "kernel/link/link.h"
+#include "testing.h"
+
+static void test_framing_round_trip(void)
+{
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    struct wire_frame bufs[2] = {{"\x00\x01", 2}, {"", 0}};
+    unsigned char *enc;
+    size_t len;
+    REQUIRE(link_encode("{\"a\":1}", 7, bufs, 2, &enc, &len) == 0);
+    /* Written one byte at a time: the reader must assemble the frame. */
+    for (size_t i = 0; i < len; i++)
+        REQUIRE(write(sv[0], enc + i, 1) == 1);
+    REQUIRE(link_write_all(sv[0], enc, len) == 0);
+    free(enc);
+    struct link_reader r;
+    link_reader_init(&r);
+    struct link_frame f;
+    int got = 0;
+    while (got < 2) {
+        int rc = link_reader_next(&r, &f);
+        REQUIRE(rc >= 0);
+        if (rc == 0) {
+            REQUIRE(link_reader_fill(&r, sv[1]) > 0);
+            continue;
+        }
+        got++;
+        CHECK_STR(f.json, "{\"a\":1}");
+        CHECK_INT(f.json_len, 7);
+        CHECK_INT(f.nbuffers, 2);
+        CHECK(f.buffers[0].len == 2 && memcmp(f.buffers[0].data, "\x00\x01", 2) == 0);
+        CHECK_INT(f.buffers[1].len, 0);
+        link_frame_release(&f);
+    }
+    close(sv[0]);
+    CHECK_INT(link_reader_fill(&r, sv[1]), 0); /* end of stream */
+    link_reader_release(&r);
+    close(sv[1]);
+}
+
+static void feed(struct link_reader *r, const void *data, size_t len)
+{
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    REQUIRE(write(sv[0], data, len) == (ssize_t)len);
+    close(sv[0]);
+    while (link_reader_fill(r, sv[1]) > 0)
+        ;
+    close(sv[1]);
+}
+
+static void test_framing_corrupt(void)
+{
+    struct link_reader r;
+    struct link_frame f;
+    /* A body length over the maximum. */
+    uint32_t huge[2] = {LINK_MAX_FRAME + 1, 0};
+    link_reader_init(&r);
+    feed(&r, huge, sizeof huge);
+    CHECK_INT(link_reader_next(&r, &f), -EBADMSG);
+    link_reader_release(&r);
+    /* A JSON length that runs past the body. */
+    uint32_t bad_json[3] = {8, 100, 0};
+    link_reader_init(&r);
+    feed(&r, bad_json, sizeof bad_json);
+    CHECK_INT(link_reader_next(&r, &f), -EBADMSG);
+    link_reader_release(&r);
+    /* A buffer length that runs past the body. */
+    unsigned char bad_buf[16];
+    uint32_t body = 12, jlen = 0, blen = 50;
+    memcpy(bad_buf, &body, 4);
+    memcpy(bad_buf + 4, &jlen, 4);
+    memcpy(bad_buf + 8, &blen, 4);
+    memset(bad_buf + 12, 0, 4);
+    link_reader_init(&r);
+    feed(&r, bad_buf, 16);
+    CHECK_INT(link_reader_next(&r, &f), -EBADMSG);
+    link_reader_release(&r);
+    /* An incomplete frame is not an error: it waits for the rest. */
+    uint32_t partial[2] = {100, 3};
+    link_reader_init(&r);
+    feed(&r, partial, sizeof partial);
+    CHECK_INT(link_reader_next(&r, &f), 0);
+    link_reader_release(&r);
+}
+
+/* Frames a frame object, reads it back through a reader and decodes it:
+ * what the other end of the link does. Returns the decoded object (new). */
+static json_t *through_the_link(json_t *frame, enum link_kind want)
+{
+    REQUIRE(frame != NULL);
+    char *text = link_encode_text(frame);
+    REQUIRE(text != NULL);
+    unsigned char *enc;
+    size_t len;
+    struct wire_frame buf = {"\x01\x02\x03", 3};
+    REQUIRE(link_encode(text, strlen(text), &buf, 1, &enc, &len) == 0);
+    free(text);
+    struct link_reader r;
+    link_reader_init(&r);
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    REQUIRE(link_write_all(sv[0], enc, len) == 0);
+    free(enc);
+    REQUIRE(link_reader_fill(&r, sv[1]) > 0);
+    close(sv[0]);
+    close(sv[1]);
+    struct link_frame f;
+    REQUIRE(link_reader_next(&r, &f) == 1);
+    CHECK_INT(f.nbuffers, 1);
+    enum link_kind kind;
+    json_t *obj;
+    char err[256] = "";
+    int rc = link_decode(f.json, f.json_len, &kind, &obj, err, sizeof err);
+    CHECK_STR(err, "");
+    REQUIRE(rc == 0);
+    CHECK_INT(kind, want);
+    link_frame_release(&f);
+    link_reader_release(&r);
+    json_decref(frame);
+    return obj;
+}
+
+static void test_kind_names(void)
+{
+    /* The wire names: the worker's Python runtime mirrors them. */
+    static const char *const names[LINK_KINDS] = {
+        "request", "interrupt", "subshell", "input_reply",
+        "hello",   "iopub",     "reply",    "input_request",
+    };
+    for (int k = 0; k < LINK_KINDS; k++) {
+        CHECK_STR(link_kind_name((enum link_kind)k), names[k]);
+        CHECK(link_kind_from_worker((enum link_kind)k) == (k >= LINK_HELLO));
+    }
+}
+
+static void test_every_kind_round_trips(void)
+{
+    char err[256];
+    json_t *header = json_pack("{s:s}", "msg_id", "m-1");
+    json_t *content = json_pack("{s:s, s:b}", "code", "1 + 1", "allow_stdin", 1);
+    json_t *metadata = json_pack("{s:{s:i}}", "sandpit", "timeout", 5);
+    json_t *layers = json_pack("[{s:s, s:s, s:s}]", "name", "seccomp", "state", "active",
+                               "detail", "");
+    int kinds = 0;
+
+    json_t *o = through_the_link(link_request_build(&(struct link_request){
+                                     .shell = "sub-1",
+                                     .msg_type = "execute_request",
+                                     .header = header,
+                                     .content = content,
+                                     .metadata = metadata,
+                                     .execution_count = 7,
+                                     .silent = false,
+                                     .store_history = true,
+                                     .timeout = 2.5,
+                                     .max_output = 10000,
+                                 }),
+                                 LINK_REQUEST);
+    struct link_request rq;
+    REQUIRE(link_request_parse(o, &rq, err, sizeof err) == 0);
+    CHECK_STR(rq.shell, "sub-1");
+    CHECK_STR(rq.msg_type, "execute_request");
+    CHECK(json_equal(rq.header, header) && json_equal(rq.content, content) &&
+          json_equal(rq.metadata, metadata));
+    CHECK_INT(rq.execution_count, 7);
+    CHECK(!rq.silent && rq.store_history && rq.timeout == 2.5);
+    CHECK_INT(rq.max_output, 10000);
+    json_decref(o);
+    kinds++;
+
+    o = through_the_link(link_interrupt_build(&(struct link_interrupt){
+                             .shell = "", .parent = "m-1", .timeout = true, .limit = 30}),
+                         LINK_INTERRUPT);
+    struct link_interrupt in;
+    REQUIRE(link_interrupt_parse(o, &in, err, sizeof err) == 0);
+    CHECK_STR(in.shell, "");
+    CHECK_STR(in.parent, "m-1");
+    CHECK(in.timeout && in.limit == 30);
+    json_decref(o);
+    kinds++;
+
+    for (int op = LINK_SUBSHELL_CREATE; op <= LINK_SUBSHELL_DELETE; op++) {
+        o = through_the_link(link_subshell_build(&(struct link_subshell){
+                                 .op = (enum link_subshell_op)op, .id = "sub-2"}),
+                             LINK_SUBSHELL);
+        struct link_subshell sub;
+        REQUIRE(link_subshell_parse(o, &sub, err, sizeof err) == 0);
+        CHECK_INT(sub.op, op);
+        CHECK_STR(sub.id, "sub-2");
+        json_decref(o);
+    }
+    kinds++;
+
+    o = through_the_link(link_input_reply_build(&(struct link_input_reply){
+                             .parent = "m-1", .content = content}),
+                         LINK_INPUT_REPLY);
+    struct link_input_reply ir;
+    REQUIRE(link_input_reply_parse(o, &ir, err, sizeof err) == 0);
+    CHECK_STR(ir.parent, "m-1");
+    CHECK(json_equal(ir.content, content));
+    json_decref(o);
+    kinds++;
+
+    o = through_the_link(link_hello_build(&(struct link_hello){
+                             .python_version = "3.11.2", .pid = 42, .sandbox = layers}),
+                         LINK_HELLO);
+    struct link_hello he;
+    REQUIRE(link_hello_parse(o, &he, err, sizeof err) == 0);
+    CHECK_STR(he.python_version, "3.11.2");
+    CHECK_INT(he.pid, 42);
+    CHECK(json_equal(he.sandbox, layers));
+    json_decref(o);
+    kinds++;
+
+    /* With and without the optional fields. */
+    for (int full = 0; full < 2; full++) {
+        o = through_the_link(link_iopub_build(&(struct link_iopub){
+                                 .msg_type = "display_data",
+                                 .parent = full ? "m-1" : NULL,
+                                 .content = content,
+                                 .metadata = full ? metadata : NULL,
+                             }),
+                             LINK_IOPUB);
+        struct link_iopub io;
+        REQUIRE(link_iopub_parse(o, &io, err, sizeof err) == 0);
+        CHECK_STR(io.msg_type, "display_data");
+        CHECK_STR(io.parent, full ? "m-1" : NULL);
+        CHECK(json_equal(io.content, content));
+        CHECK(full ? json_equal(io.metadata, metadata) : io.metadata == NULL);
+        json_decref(o);
+
+        o = through_the_link(link_reply_build(&(struct link_reply){
+                                 .shell = "sub-1",
+                                 .parent = full ? "m-1" : NULL,
+                                 .content = content,
+                                 .metadata = full ? metadata : NULL,
+                             }),
+                             LINK_REPLY);
+        struct link_reply re;
+        REQUIRE(link_reply_parse(o, &re, err, sizeof err) == 0);
+        CHECK_STR(re.shell, "sub-1");
+        CHECK_STR(re.parent, full ? "m-1" : NULL);
+        CHECK(json_equal(re.content, content));
+        CHECK(full ? json_equal(re.metadata, metadata) : re.metadata == NULL);
+        json_decref(o);
+
+        o = through_the_link(link_input_request_build(&(struct link_input_request){
+                                 .parent = full ? "m-1" : NULL, .content = content}),
+                             LINK_INPUT_REQUEST);
+        struct link_input_request iq;
+        REQUIRE(link_input_request_parse(o, &iq, err, sizeof err) == 0);
+        CHECK_STR(iq.parent, full ? "m-1" : NULL);
+        CHECK(json_equal(iq.content, content));
+        json_decref(o);
+    }
+    kinds += 3;
+    CHECK_INT(kinds, LINK_KINDS);
+    json_decref(header);
+    json_decref(content);
+    json_decref(metadata);
+    json_decref(layers);
+}
+
+/* A frame's JSON and the reason it must be refused for: at decoding (kind
+ * unknown) or by its kind's parser. */
+struct bad_case {
+    const char *json;
+    const char *reason; /* a part of the sentence in err */
+};
+
+static int parse_any(enum link_kind kind, const json_t *obj, char *err, size_t len)
+{
+    union {
+        struct link_request rq;
+        struct link_interrupt in;
+        struct link_subshell sub;
+        struct link_input_reply ir;
+        struct link_hello he;
+        struct link_iopub io;
+        struct link_reply re;
+        struct link_input_request iq;
+    } u;
+    switch (kind) {
+    case LINK_REQUEST:
+        return link_request_parse(obj, &u.rq, err, len);
+    case LINK_INTERRUPT:
+        return link_interrupt_parse(obj, &u.in, err, len);
+    case LINK_SUBSHELL:
+        return link_subshell_parse(obj, &u.sub, err, len);
+    case LINK_INPUT_REPLY:
+        return link_input_reply_parse(obj, &u.ir, err, len);
+    case LINK_HELLO:
+        return link_hello_parse(obj, &u.he, err, len);
+    case LINK_IOPUB:
+        return link_iopub_parse(obj, &u.io, err, len);
+    case LINK_REPLY:
+        return link_reply_parse(obj, &u.re, err, len);
+    case LINK_INPUT_REQUEST:
+        return link_input_request_parse(obj, &u.iq, err, len);
+    case LINK_KINDS:
+        break;
+    }
+    return 0;
+}
+
+static void test_malformed_frames_are_refused(void)
+{
+    static const struct bad_case cases[] = {
+        {"not json", "not JSON"},
+        {"[1, 2]", "not an object"},
+        {"{\"type\": 3}", "not an object with a \"type\""},
+        {"{\"type\": \"bogus\"}", "unknown kind of frame, \"bogus\""},
+        {"{\"type\": \"request\", \"shell\": \"\", \"msg_type\": \"execute_request\", "
+         "\"content\": {}, \"metadata\": {}}",
+         "request: no \"header\""},
+        {"{\"type\": \"request\", \"shell\": \"\", \"msg_type\": \"x\", \"header\": {}, "
+         "\"content\": {}, \"metadata\": {}, \"timeout\": -1}",
+         "\"timeout\" is not a number"},
+        {"{\"type\": \"interrupt\", \"shell\": \"\", \"parent\": \"m\", \"reason\": "
+         "\"nap\"}",
+         "\"reason\" is neither"},
+        {"{\"type\": \"subshell\", \"op\": \"rename\", \"id\": \"s\"}",
+         "\"op\" is neither"},
+        {"{\"type\": \"subshell\", \"op\": \"create\"}", "subshell: no \"id\""},
+        {"{\"type\": \"input_reply\", \"parent\": \"m\"}", "input_reply: no \"content\""},
+        {"{\"type\": \"hello\", \"python_version\": \"3.11.2\", \"sandbox\": {}}",
+         "\"sandbox\" is not a list"},
+        {"{\"type\": \"hello\", \"python_version\": \"3.11.2\", \"sandbox\": [{\"name\": "
+         "1, "
+         "\"state\": \"active\", \"detail\": \"\"}]}",
+         "\"name\" is not a string"},
+        {"{\"type\": \"hello\", \"python_version\": "
+         "\"3.11.2.................................\", \"sandbox\": []}",
+         "\"python_version\" is too long"},
+        {"{\"type\": \"hello\", \"python_version\": \"3.11.2\", \"pid\": \"1\", "
+         "\"sandbox\": []}",
+         "\"pid\" is not a whole number"},
+        {"{\"type\": \"iopub\", \"msg_type\": \"execute_request\", \"content\": {}}",
+         "not a message a worker may publish"},
+        {"{\"type\": \"iopub\", \"msg_type\": \"stream\"}", "iopub: no \"content\""},
+        {"{\"type\": \"iopub\", \"msg_type\": \"stream\", \"content\": {}, \"metadata\": "
+         "5}",
+         "\"metadata\" is not an object"},
+        {"{\"type\": \"iopub\", \"msg_type\": \"stream\", \"content\": {}, \"parent\": "
+         "5}",
+         "\"parent\" is not a string"},
+        {"{\"type\": \"reply\", \"shell\": \"\", \"content\": []}",
+         "reply: \"content\" is not an object"},
+        {"{\"type\": \"reply\", \"content\": {}}", "reply: no \"shell\""},
+        {"{\"type\": \"reply\", \"shell\": \"a\\u0000b\", \"content\": {}}", "not JSON"},
+        {"{\"type\": \"input_request\", \"content\": \"prompt\"}",
+         "\"content\" is not an object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[256] = "";
+        enum link_kind kind;
+        json_t *obj;
+        int rc = link_decode(cases[i].json, strlen(cases[i].json), &kind, &obj, err,
+                             sizeof err);
+        if (rc == 0) {
+            rc = parse_any(kind, obj, err, sizeof err);
+            json_decref(obj);
+        } else {
+            CHECK(obj == NULL);
+        }
+        CHECK_INT(rc, -EBADMSG);
+        if (!strstr(err, cases[i].reason))
+            CHECK_STR(err, cases[i].reason);
+    }
+    /* A parser refuses a frame of another kind. */
+    json_t *iopub =
+        json_pack("{s:s, s:s, s:{}}", "type", "iopub", "msg_type", "stream", "content");
+    struct link_reply re;
+    char err[256] = "";
+    CHECK_INT(link_reply_parse(iopub, &re, err, sizeof err), -EBADMSG);
+    CHECK(strstr(err, "another kind") != NULL);
+    json_decref(iopub);
+    /* A builder refuses a frame without its required fields. */
+    CHECK(link_reply_build(&(struct link_reply){.shell = NULL}) == NULL);
+}
+
+static const struct testing_case cases[] = {
+    TESTING_CASE(test_framing_round_trip),
+    TESTING_CASE(test_framing_corrupt),
+    TESTING_CASE(test_kind_names),
+    TESTING_CASE(test_every_kind_round_trips),
+    TESTING_CASE(test_malformed_frames_are_refused),
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    return testing_main(argc, argv, cases);
+}
