@@ -10,6 +10,8 @@
 
 #include <stdarg.h>
 
+/* report.c: what a layer writes into its part of the report. */
+
 /* Sets the state and replaces the detail. */
 void sandbox__layer_set(struct sandbox_layer *l, enum sandbox_state s, const char *fmt,
                         ...) __attribute__((format(printf, 3, 4)));
