@@ -13,7 +13,11 @@
  * loop of prints makes a few messages rather than thousands.
  *
  * Output is cut at character boundaries: bytes of an incomplete UTF-8
- * sequence wait for the rest, and bytes that are not UTF-8 become U+FFFD. */
+ * sequence wait for the rest, and bytes that are not UTF-8 become U+FFFD.
+ *
+ * The cap is per request: each request's output is counted in an account
+ * keyed by its tag, so a subshell's cell that starts while the main shell's
+ * prints neither resets the main cell's count nor shares its cap. */
 #include "kernel/worker/pump.h"
 
 #include <errno.h>
@@ -39,7 +43,8 @@
 #define SEND_AT   (256u << 10) /* send at once when this much is waiting */
 #define PIPE_SIZE (1 << 20)
 
-#define TAG_MAX 128
+#define TAG_MAX  128
+#define ACCOUNTS 64 /* requests whose output is counted: running ones and recent ones */
 
 struct pending {
     char *data;
@@ -54,7 +59,21 @@ static pthread_mutex_t pump_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct pending pend[2];
 static double first_at;           /* monotonic time of the oldest unsent byte; 0: none */
 static char default_tag[TAG_MAX]; /* for output from C code: the main shell's request */
-static unsigned long cap_bytes, sent_bytes, dropped_bytes;
+
+/* The output count of one request, keyed by its tag. An account stays after
+ * its request ends (closed), so that a thread the cell started keeps counting
+ * against the cell's cap, until the slot is needed for a newer request. */
+struct account {
+    char tag[TAG_MAX];
+    unsigned long cap; /* 0: none */
+    unsigned long sent, dropped;
+    bool open;                /* between pump_begin and pump_end */
+    unsigned long long stamp; /* when last opened or used: the oldest closed one goes */
+};
+
+static struct account accounts[ACCOUNTS];
+static unsigned long long stamps;
+static unsigned long default_cap; /* for output of a request with no account yet */
 
 static double now_ms(void)
 {
@@ -138,6 +157,35 @@ static void send_stream(int which, const char *text, size_t len, const char *tag
     json_decref(obj);
 }
 
+/* Which slot to give a new account: a free one, else the closed one used
+ * longest ago, else (more requests at once than slots) the oldest open one. */
+static int reuse_rank(const struct account *a)
+{
+    return !a->stamp ? 0 : !a->open ? 1 : 2;
+}
+
+/* The account of tag (pump_mu held): found, or made with the default cap.
+ * Never NULL. */
+static struct account *account_for(const char *tag)
+{
+    struct account *victim = NULL;
+    for (size_t i = 0; i < ACCOUNTS; i++) {
+        struct account *a = &accounts[i];
+        if (a->stamp && strcmp(a->tag, tag) == 0) {
+            a->stamp = ++stamps;
+            return a;
+        }
+        if (!victim || reuse_rank(a) < reuse_rank(victim) ||
+            (reuse_rank(a) == reuse_rank(victim) && a->stamp < victim->stamp))
+            victim = a;
+    }
+    memset(victim, 0, sizeof *victim);
+    snprintf(victim->tag, sizeof victim->tag, "%s", tag);
+    victim->cap = default_cap;
+    victim->stamp = ++stamps;
+    return victim;
+}
+
 /* Sends pending output (pump_mu held). */
 static void send_locked(bool final)
 {
@@ -147,23 +195,24 @@ static void send_locked(bool final)
             continue;
         char *text;
         size_t text_len;
+        struct account *a = account_for(p->tag);
         size_t used = utf8_clean(p->data, p->len, final, &text, &text_len);
         if (!text) /* out of memory: what cannot be sent is counted as dropped */
-            dropped_bytes += used;
+            a->dropped += used;
         if (text && text_len) {
             size_t room = text_len;
-            if (cap_bytes) {
-                room = sent_bytes >= cap_bytes ? 0 : cap_bytes - sent_bytes;
+            if (a->cap) {
+                room = a->sent >= a->cap ? 0 : a->cap - a->sent;
                 if (room > text_len)
                     room = text_len;
                 while (room > 0 && room < text_len &&
                        ((unsigned char)text[room] & 0xC0) == 0x80)
                     room--;
-                dropped_bytes += text_len - room;
+                a->dropped += text_len - room;
             }
             if (room)
                 send_stream(w, text, room, p->tag);
-            sent_bytes += room;
+            a->sent += room;
         }
         free(text);
         memmove(p->data, p->data + used, p->len - used);
@@ -200,14 +249,18 @@ static void append_locked(int w, const char *data, size_t len, const char *tag)
         send_locked(false);
     if (p->len == 0)
         snprintf(p->tag, sizeof p->tag, "%s", tag);
-    if (cap_bytes) {
+    struct account *a = account_for(p->tag);
+    if (a->cap) {
         /* Past the cap, output is counted, not kept: a print of a gigabyte must
          * not need a gigabyte (a few bytes more than the room left complete a
          * character cut at the cap). */
-        size_t held = sent_bytes + pend[0].len + pend[1].len;
-        size_t room = held >= cap_bytes ? 0 : cap_bytes - held;
+        size_t held = a->sent;
+        for (int s = 0; s < 2; s++)
+            if (strcmp(pend[s].tag, p->tag) == 0)
+                held += pend[s].len;
+        size_t room = held >= a->cap ? 0 : a->cap - held;
         if (len > room + 4) {
-            dropped_bytes += len - (room + 4);
+            a->dropped += len - (room + 4);
             len = room + 4;
         }
     }
@@ -215,7 +268,7 @@ static void append_locked(int w, const char *data, size_t len, const char *tag)
         /* In batches, so that one huge write is sent as it is copied. */
         size_t chunk = len < SEND_AT ? len : SEND_AT;
         if (reserve(p, chunk) != 0) {
-            dropped_bytes += len;
+            a->dropped += len;
             return;
         }
         memcpy(p->data + p->len, data, chunk);
@@ -299,8 +352,9 @@ static void *pump_thread(void *arg)
     return NULL;
 }
 
-int pump_start(void)
+int pump_start(unsigned long cap)
 {
+    default_cap = cap;
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0)
         return -errno;
@@ -337,12 +391,23 @@ void pump_flush(void)
     pthread_mutex_unlock(&pump_mu);
 }
 
-unsigned long pump_reset(unsigned long max_bytes)
+void pump_begin(const char *tag, unsigned long max_bytes)
 {
     pthread_mutex_lock(&pump_mu);
-    unsigned long d = dropped_bytes;
-    cap_bytes = max_bytes;
-    sent_bytes = dropped_bytes = 0;
+    struct account *a = account_for(tag ? tag : "");
+    a->cap = max_bytes;
+    a->sent = a->dropped = 0;
+    a->open = true;
+    pthread_mutex_unlock(&pump_mu);
+}
+
+unsigned long pump_end(const char *tag)
+{
+    pump_flush();
+    pthread_mutex_lock(&pump_mu);
+    struct account *a = account_for(tag ? tag : "");
+    unsigned long d = a->dropped;
+    a->open = false;
     pthread_mutex_unlock(&pump_mu);
     return d;
 }

@@ -10,8 +10,10 @@
 
 #include <stddef.h>
 
-/* Replaces fds 1 and 2 with pipes and starts the reading thread. 0 or -errno. */
-int pump_start(void);
+/* Replaces fds 1 and 2 with pipes and starts the reading thread. cap is the
+ * output cap (in bytes, 0: none) of a request the pump has no account for.
+ * 0 or -errno. */
+int pump_start(unsigned long cap);
 
 /* Adds output of stream 1 (stdout) or 2 (stderr) from Python, belonging to
  * the request whose msg_id is tag (NULL: the default). Thread-safe; never
@@ -26,8 +28,13 @@ void pump_set_default_tag(const char *tag);
  * it without holding Python's GIL. */
 void pump_flush(void);
 
-/* Sets the cap for the next cell (0: none) and resets the count; returns the
- * bytes that the previous cell had dropped past its cap. */
-unsigned long pump_reset(unsigned long max_bytes);
+/* Output is counted per request, by its tag, so that requests that run at
+ * once (the main shell's and the subshells') each have their own cap and
+ * count. pump_begin opens the account of tag with a cap of max_bytes (0:
+ * none) and a count of 0. pump_end sends what is pending, closes it and
+ * returns the bytes it dropped past its cap; output that comes later for tag
+ * (from a thread the cell started) still counts against the same cap. */
+void pump_begin(const char *tag, unsigned long max_bytes);
+unsigned long pump_end(const char *tag);
 
 #endif

@@ -191,17 +191,32 @@ static PyObject *sp_flush(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* output_reset(max_bytes) -> int: sets the stream cap for the next cell; returns
- * how many bytes the last one dropped past its cap. */
-static PyObject *sp_output_reset(PyObject *self, PyObject *args)
+/* output_begin(tag: str | None, max_bytes: int) -> None: from now, the output of
+ * the request whose msg_id is tag counts against a cap of max_bytes (0: none). */
+static PyObject *sp_output_begin(PyObject *self, PyObject *args)
 {
     (void)self;
+    const char *tag = NULL;
     unsigned long max = 0;
-    if (!PyArg_ParseTuple(args, "k:output_reset", &max))
+    if (!PyArg_ParseTuple(args, "zk:output_begin", &tag, &max))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+        pump_begin(tag, max);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* output_end(tag: str | None) -> int: sends the request's pending output and
+ * returns how many bytes of it were dropped past its cap. */
+static PyObject *sp_output_end(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *tag = NULL;
+    if (!PyArg_ParseTuple(args, "z:output_end", &tag))
         return NULL;
     unsigned long dropped;
     Py_BEGIN_ALLOW_THREADS
-        dropped = pump_reset(max);
+        dropped = pump_end(tag);
     Py_END_ALLOW_THREADS
     return PyLong_FromUnsignedLong(dropped);
 }
@@ -260,7 +275,8 @@ static PyMethodDef sp_methods[] = {
     {"write", sp_write, METH_VARARGS, "Write output to stdout (1) or stderr (2)."},
     {"set_default_tag", sp_set_default_tag, METH_VARARGS, "The request C output is for."},
     {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},
-    {"output_reset", sp_output_reset, METH_VARARGS, "Set the stream cap; get the drop."},
+    {"output_begin", sp_output_begin, METH_VARARGS, "Count a request's output."},
+    {"output_end", sp_output_end, METH_VARARGS, "Bytes a request dropped past its cap."},
     {"log", sp_log, METH_VARARGS, "Write a line to the kernel's log."},
     {"sources", sp_sources, METH_NOARGS, "The embedded runtime's sources."},
     {NULL, NULL, 0, NULL},

@@ -134,7 +134,7 @@ int worker_main(int argc, char **argv)
     }
     if (o.preload)
         pyrt_preload(o.preload);
-    if ((rc = pump_start()) != 0) {
+    if ((rc = pump_start(o.max_output)) != 0) {
         log_error("cannot capture the output: %s", strerror(-rc));
         return 5;
     }

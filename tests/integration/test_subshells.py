@@ -107,3 +107,47 @@ def test_printf_from_c_reaches_the_cell(kernel):
                                 "libc.printf(b'printf from C %d\\n', 42)\nNone")
     assert reply["content"]["status"] == "ok"
     assert stdout_of(out) == "printf from C 42\n"
+
+
+# --- per-request state: limits and output counts belong to the request -----------------
+
+NOTICE = ("\n[sandpit: output limit of %d bytes reached; %d more bytes of output "
+          "were dropped]\n")
+
+
+def test_each_request_has_its_own_output_count(kernel_with):
+    """A main-shell cell prints past the cap, then waits while a subshell cell
+    runs. The subshell's cell must neither reset the main cell's count nor share
+    its cap: the main cell still ends with the note of how much of its output
+    was dropped, and the subshell's short output arrives whole."""
+    k = kernel_with("--max-output", "1000")
+    k.run("import threading\ngo_on = threading.Event()")
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    main_id = k.kc.execute("print('x' * 4999)\nassert go_on.wait(30)")
+    first = k.next_iopub(main_id)
+    while first["msg_type"] != "stream":  # its output is out: it now waits
+        first = k.next_iopub(main_id)
+    sub_id = execute_in(k, sid, "print('from the subshell')\ngo_on.set()")
+    assert k.shell_reply(sub_id)["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(sub_id)) == "from the subshell\n"
+    assert k.shell_reply(main_id)["content"]["status"] == "ok"
+    outputs = [first] + k.iopub_until_idle(main_id)
+    assert stdout_of(outputs) == "x" * 1000
+    assert stdout_of(outputs, "stderr") == NOTICE % (1000, 5000 - 1000)
+
+
+def test_a_subshell_cell_over_its_time_limit_ends_with_timeout_error(kernel_with):
+    """A subshell's cell that does not stop when its time limit interrupts it
+    (it sleeps in C, where the exception cannot reach it) has its worker
+    restarted, like the main shell's, and ends with a TimeoutError naming the
+    limit, on iopub and in its reply."""
+    k = kernel_with("--timeout", "1")
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    sub_id = execute_in(k, sid, "import time\ntime.sleep(60)")
+    reply = k.shell_reply(sub_id)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "TimeoutError", reply["content"]
+    errors = [m["content"] for m in k.iopub_until_idle(sub_id) if m["msg_type"] == "error"]
+    assert [e["ename"] for e in errors] == ["TimeoutError"]
+    assert "time limit of 1 s" in errors[0]["evalue"]
+    assert k.run("print('the kernel goes on')") == "the kernel goes on\n"

@@ -386,7 +386,8 @@ def execute(req, buffers):
     store_history = bool(req.get("store_history"))
     streams.begin_cell(content.get("allow_stdin", False))
     if _sandpit is not None:
-        _sandpit.output_reset(int(req.get("max_output") or 0))
+        _sandpit.output_begin((req.get("header") or {}).get("msg_id"),
+                              int(req.get("max_output") or 0))
     if store_history:
         ins = user_ns.setdefault("In", [""])
         if isinstance(ins, list):
@@ -462,7 +463,7 @@ def execute(req, buffers):
     exc = error = e = None  # noqa: F841
     if _sandpit is not None:
         _kernel.flush()
-        dropped = _sandpit.output_reset(int(req.get("max_output") or 0))
+        dropped = _sandpit.output_end((req.get("header") or {}).get("msg_id"))
         if dropped:
             reply["sandpit_dropped"] = dropped
     return reply
