@@ -54,8 +54,11 @@ BIN     := $(BUILD)/sandpit
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
-UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
-# Made by a pattern rule only, so make would delete it as an intermediate file
+# The runner and the fakes that the unit tests share: every tests/unit/*.c but
+# the test_*.c themselves.
+UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
+                  $(filter-out tests/unit/test_%.c,$(wildcard tests/unit/*.c)))
+# Made by a pattern rule only, so make would delete them as intermediate files
 # after linking, and the next make (unit-test, after all) would compile and
 # link every unit test again.
 .SECONDARY: $(UNIT_SUPPORT)

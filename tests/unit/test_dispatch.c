@@ -1,0 +1,310 @@
+/* Unit tests for dispatch and route: the supervisor's handling of a client's
+ * request and of the worker's frames, with fake sockets and a fake worker
+ * (fake_kernel.h). Busy, the reply and idle come in that order for every
+ * request; a reply goes to the request it answers; an unknown request gets an
+ * error reply; what the worker sends that is not a well-formed frame it may
+ * send is counted and dropped. */
+#include <string.h>
+
+#include "fake_kernel.h"
+#include "kernel/supervisor/shells.h"
+#include "testing.h"
+
+static void test_supervisor_answers_between_busy_and_idle(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.worker = KERNEL_WORKER_STARTING; /* kernel_info needs no worker */
+    const char *id =
+        fake_request(&f, CONNECTION_SHELL, "kernel_info_request", NULL, NULL);
+    CHECK_STR(fake_labels(&f, id), "busy kernel_info_reply idle");
+    const struct fake_sent *r = fake_find(&f, id, "kernel_info_reply");
+    REQUIRE(r != NULL);
+    CHECK(r->ch == CONNECTION_SHELL);
+    CHECK_STR(json_string_value(json_object_get(r->content, "status")), "ok");
+    CHECK(json_object_get(r->content, "sandpit") != NULL);
+    /* on control, the reply goes back on control */
+    id = fake_request(&f, CONNECTION_CONTROL, "kernel_info_request", NULL, NULL);
+    r = fake_find(&f, id, "kernel_info_reply");
+    REQUIRE(r != NULL);
+    CHECK(r->ch == CONNECTION_CONTROL);
+    CHECK_INT(f.nframes, 0);
+    fake_release(&f);
+}
+
+static void test_unknown_request_gets_an_error_reply(void)
+{
+    struct fake f;
+    fake_init(&f);
+    const char *id = fake_request(&f, CONNECTION_SHELL, "frobnicate_request", NULL, NULL);
+    CHECK_STR(fake_labels(&f, id), "busy frobnicate_reply idle");
+    const struct fake_sent *r = fake_find(&f, id, "frobnicate_reply");
+    REQUIRE(r != NULL);
+    CHECK_STR(json_string_value(json_object_get(r->content, "status")), "error");
+    CHECK_STR(json_string_value(json_object_get(r->content, "ename")),
+              "NotImplementedError");
+    /* something that is not a request gets no reply, only busy and idle */
+    id = fake_request(&f, CONNECTION_SHELL, "frobnicate", NULL, NULL);
+    CHECK_STR(fake_labels(&f, id), "busy idle");
+    CHECK_INT(f.nframes, 0);
+    fake_release(&f);
+}
+
+static void test_execute_goes_to_the_worker_and_back(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char id[128];
+    snprintf(id, sizeof id, "%s",
+             fake_request(&f, CONNECTION_SHELL, "execute_request",
+                          "{\"code\": \"1 + 1\"}", NULL));
+    CHECK_STR(fake_labels(&f, id), "busy execute_input");
+    const json_t *rq = fake_last_frame(&f, LINK_REQUEST);
+    REQUIRE(rq != NULL);
+    struct link_request req;
+    char err[256];
+    REQUIRE(link_request_parse(rq, &req, err, sizeof err) == 0);
+    CHECK_STR(req.shell, "");
+    CHECK_STR(req.msg_type, "execute_request");
+    CHECK_INT(req.execution_count, 1);
+    CHECK(req.store_history && !req.silent);
+    /* output, then the reply: the reply is completed by the supervisor */
+    json_t *c = json_pack("{s:s, s:s}", "name", "stdout", "text", "2\n");
+    fake_worker_frame(&f, link_iopub_build(&(struct link_iopub){
+                              .msg_type = "stream", .parent = id, .content = c}));
+    json_decref(c);
+    fake_worker_reply(&f, "", id, "ok");
+    CHECK_STR(fake_labels(&f, id), "busy execute_input stream execute_reply idle");
+    const struct fake_sent *r = fake_find(&f, id, "execute_reply");
+    REQUIRE(r != NULL);
+    CHECK_INT(json_integer_value(json_object_get(r->content, "execution_count")), 1);
+    CHECK_STR(json_string_value(json_object_get(r->content, "status")), "ok");
+    CHECK(!shells_any_running(&f.k));
+    CHECK_INT(f.k.bad_frames, 0);
+    fake_release(&f);
+}
+
+static void test_requests_wait_for_the_worker_to_say_hello(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.worker = KERNEL_WORKER_STARTING;
+    char id[128];
+    snprintf(id, sizeof id, "%s",
+             fake_request(&f, CONNECTION_SHELL, "complete_request",
+                          "{\"code\": \"pri\", \"cursor_pos\": 3}", NULL));
+    CHECK_STR(fake_labels(&f, id), "");
+    CHECK_INT(f.nframes, 0);
+    fake_worker_text(&f,
+                     "{\"type\": \"hello\", \"python_version\": \"3.99.0\", \"pid\": 7, "
+                     "\"sandbox\": []}");
+    CHECK(f.worker == KERNEL_WORKER_READY);
+    CHECK_STR(f.k.python_version, "3.99.0");
+    CHECK_STR(fake_labels(&f, id), "busy");
+    CHECK_INT(fake_count_frames(&f, LINK_REQUEST), 1);
+    /* a second hello (code in a running worker can send one) changes nothing */
+    fake_worker_text(&f,
+                     "{\"type\": \"hello\", \"python_version\": \"6.6.6\", \"pid\": 7, "
+                     "\"sandbox\": []}");
+    CHECK_STR(f.k.python_version, "3.99.0");
+    CHECK_INT(f.k.bad_frames, 1);
+    fake_release(&f);
+}
+
+static void test_workers_that_cannot_start_get_requests_answered(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.worker = KERNEL_WORKER_FAILING;
+    const char *id =
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"1\"}", NULL);
+    CHECK_STR(fake_labels(&f, id), "busy execute_reply idle");
+    const struct fake_sent *r = fake_find(&f, id, "execute_reply");
+    REQUIRE(r != NULL);
+    CHECK_STR(json_string_value(json_object_get(r->content, "ename")),
+              "WorkerUnavailable");
+    fake_release(&f);
+}
+
+static void test_replies_go_to_the_request_they_answer(void)
+{
+    struct fake f;
+    fake_init(&f);
+    const char *sid =
+        fake_request(&f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
+    const struct fake_sent *created = fake_find(&f, sid, "create_subshell_reply");
+    REQUIRE(created != NULL);
+    char sub[64], a[128], b[128];
+    snprintf(sub, sizeof sub, "%s",
+             json_string_value(json_object_get(created->content, "subshell_id")));
+    snprintf(
+        a, sizeof a, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL));
+    snprintf(
+        b, sizeof b, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"b\"}", sub));
+    /* both run at once: the subshell does not wait for the main shell */
+    CHECK_INT(fake_count_frames(&f, LINK_REQUEST), 2);
+    /* a reply naming a request that its shell does not run is dropped */
+    fake_worker_reply(&f, sub, a, "ok");
+    CHECK_INT(f.k.bad_frames, 1);
+    CHECK_STR(fake_labels(&f, b), "busy execute_input");
+    /* a reply for a shell that runs nothing, or does not exist, is dropped */
+    fake_worker_reply(&f, "no-such-shell", NULL, "ok");
+    CHECK_INT(f.k.bad_frames, 2);
+    /* the subshell's reply ends the subshell's request, not the main one's */
+    fake_worker_reply(&f, sub, b, "ok");
+    CHECK_STR(fake_labels(&f, b), "busy execute_input execute_reply idle");
+    CHECK_STR(fake_labels(&f, a), "busy execute_input");
+    fake_worker_reply(&f, sub, NULL, "ok"); /* nothing runs there now */
+    CHECK_INT(f.k.bad_frames, 3);
+    fake_worker_reply(&f, "", a, "ok");
+    CHECK_STR(fake_labels(&f, a), "busy execute_input execute_reply idle");
+    fake_release(&f);
+}
+
+static void test_bad_frames_are_counted_and_dropped(void)
+{
+    struct fake f;
+    fake_init(&f);
+    size_t sent = f.nsent;
+    static const char *const bad[] = {
+        "not JSON",
+        "{\"type\": \"bogus\"}",
+        "{\"type\": \"request\", \"shell\": \"\"}", /* only the supervisor sends it */
+        "{\"type\": \"iopub\", \"msg_type\": \"status\", \"content\": {}}", /* not the
+                                                                               worker's */
+        "{\"type\": \"iopub\", \"msg_type\": \"stream\", \"content\": []}",
+        "{\"type\": \"reply\", \"shell\": \"\", \"content\": {}}", /* nothing runs */
+        "{\"type\": \"input_request\", \"content\": {\"prompt\": \"\"}}", /* nothing runs
+                                                                           */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        fake_worker_text(&f, bad[i]);
+    CHECK_INT(f.k.bad_frames, sizeof bad / sizeof bad[0]);
+    CHECK_INT(f.nsent, sent); /* nothing reached a client */
+    fake_release(&f);
+}
+
+static void test_output_after_the_cell_goes_to_the_cell(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128];
+    snprintf(
+        a, sizeof a, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"t\"}", NULL));
+    fake_worker_reply(&f, "", a, "ok");
+    /* a thread that the cell started prints after the cell ended */
+    json_t *c = json_pack("{s:s, s:s}", "name", "stdout", "text", "late\n");
+    fake_worker_frame(&f, link_iopub_build(&(struct link_iopub){
+                              .msg_type = "stream", .parent = a, .content = c}));
+    /* output that names no request goes to the main shell's running one */
+    char b[128];
+    snprintf(
+        b, sizeof b, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"u\"}", NULL));
+    fake_worker_frame(&f, link_iopub_build(&(struct link_iopub){
+                              .msg_type = "stream", .parent = NULL, .content = c}));
+    json_decref(c);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input execute_reply idle stream");
+    CHECK_STR(fake_labels(&f, b), "busy execute_input stream");
+    fake_release(&f);
+}
+
+static void test_input_goes_to_the_request_that_asked(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128], sub[64], b[128];
+    const char *sid =
+        fake_request(&f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
+    snprintf(sub, sizeof sub, "%s",
+             json_string_value(json_object_get(
+                 fake_find(&f, sid, "create_subshell_reply")->content, "subshell_id")));
+    snprintf(a, sizeof a, "%s",
+             fake_request(&f, CONNECTION_SHELL, "execute_request",
+                          "{\"code\": \"input()\", \"allow_stdin\": true}", NULL));
+    snprintf(b, sizeof b, "%s",
+             fake_request(&f, CONNECTION_SHELL, "execute_request",
+                          "{\"code\": \"input()\", \"allow_stdin\": true}", sub));
+    /* both ask; each input_request is parented to its own cell */
+    fake_worker_frame(&f,
+                      link_input_request_build(&(struct link_input_request){
+                          .parent = a, .content = json_pack("{s:s}", "prompt", "A?")}));
+    fake_worker_frame(&f,
+                      link_input_request_build(&(struct link_input_request){
+                          .parent = b, .content = json_pack("{s:s}", "prompt", "B?")}));
+    const struct fake_sent *qa = fake_find(&f, a, "input_request");
+    const struct fake_sent *qb = fake_find(&f, b, "input_request");
+    REQUIRE(qa && qb);
+    CHECK(qa->ch == CONNECTION_STDIN && qb->ch == CONNECTION_STDIN);
+    /* the answer to B's question goes to B, then A's to A */
+    fake_input_reply(&f, qb->id, "for B");
+    const json_t *ir = fake_last_frame(&f, LINK_INPUT_REPLY);
+    struct link_input_reply got;
+    char err[256];
+    REQUIRE(ir && link_input_reply_parse(ir, &got, err, sizeof err) == 0);
+    CHECK_STR(got.parent, b);
+    CHECK_STR(json_string_value(json_object_get(got.content, "value")), "for B");
+    fake_input_reply(&f, qa->id, "for A");
+    ir = fake_last_frame(&f, LINK_INPUT_REPLY);
+    REQUIRE(ir && link_input_reply_parse(ir, &got, err, sizeof err) == 0);
+    CHECK_STR(got.parent, a);
+    /* an answer when nobody waits goes nowhere */
+    fake_input_reply(&f, qa->id, "again");
+    CHECK_INT(fake_count_frames(&f, LINK_INPUT_REPLY), 2);
+    fake_release(&f);
+}
+
+static void test_a_lost_worker_answers_every_running_request(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char sub[64], a[128], b[128], queued[128];
+    const char *sid =
+        fake_request(&f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
+    snprintf(sub, sizeof sub, "%s",
+             json_string_value(json_object_get(
+                 fake_find(&f, sid, "create_subshell_reply")->content, "subshell_id")));
+    snprintf(
+        a, sizeof a, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL));
+    snprintf(
+        b, sizeof b, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"b\"}", sub));
+    snprintf(
+        queued, sizeof queued, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"c\"}", sub));
+    shells_worker_lost(&f.k, "The worker died.");
+    CHECK_STR(fake_labels(&f, a), "busy execute_input error execute_reply idle");
+    CHECK_STR(fake_labels(&f, b), "busy execute_input error execute_reply idle");
+    CHECK_STR(json_string_value(
+                  json_object_get(fake_find(&f, b, "execute_reply")->content, "ename")),
+              "WorkerDied");
+    CHECK_STR(fake_labels(&f, queued), "busy execute_reply idle"); /* aborted */
+    CHECK_STR(json_string_value(json_object_get(
+                  fake_find(&f, queued, "execute_reply")->content, "status")),
+              "aborted");
+    CHECK_INT(f.k.nshells, 1); /* the subshell went with its thread */
+    fake_release(&f);
+}
+
+static const struct testing_case cases[] = {
+    TESTING_CASE(test_supervisor_answers_between_busy_and_idle),
+    TESTING_CASE(test_unknown_request_gets_an_error_reply),
+    TESTING_CASE(test_execute_goes_to_the_worker_and_back),
+    TESTING_CASE(test_requests_wait_for_the_worker_to_say_hello),
+    TESTING_CASE(test_workers_that_cannot_start_get_requests_answered),
+    TESTING_CASE(test_replies_go_to_the_request_they_answer),
+    TESTING_CASE(test_bad_frames_are_counted_and_dropped),
+    TESTING_CASE(test_output_after_the_cell_goes_to_the_cell),
+    TESTING_CASE(test_input_goes_to_the_request_that_asked),
+    TESTING_CASE(test_a_lost_worker_answers_every_running_request),
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    return testing_main(argc, argv, cases);
+}

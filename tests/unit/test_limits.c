@@ -1,0 +1,231 @@
+/* Unit tests for limits: time limits and the escalation of interrupts, on a
+ * clock the test moves (fake_kernel.h), and the output cap. A cell past its
+ * time limit is interrupted (a note naming the reason, and SIGINT for the main
+ * shell); one that does not stop within the grace period has its worker
+ * restarted and ends with TimeoutError; one that ends in time leaves no timer
+ * behind. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_kernel.h"
+#include "kernel/supervisor/limits.h"
+#include "testing.h"
+
+#define SEND(f, buf, ...) snprintf(buf, sizeof buf, "%s", fake_request(f, __VA_ARGS__))
+
+static const char *ename_of(const struct fake *f, const char *id, const char *label)
+{
+    const struct fake_sent *s = fake_find(f, id, label);
+    return s ? json_string_value(json_object_get(s->content, "ename")) : NULL;
+}
+
+static struct link_interrupt last_interrupt(const struct fake *f)
+{
+    struct link_interrupt in;
+    memset(&in, 0, sizeof in);
+    const json_t *o = fake_last_frame(f, LINK_INTERRUPT);
+    char err[256];
+    REQUIRE(o && link_interrupt_parse(o, &in, err, sizeof err) == 0);
+    return in;
+}
+
+static void test_time_limit_then_escalation_in_the_main_shell(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 2;
+    char a[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"while 1: pass\"}",
+         NULL);
+    fake_advance(&f, 1.9);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 0);
+    fake_advance(&f, 0.2);
+    REQUIRE(fake_count_frames(&f, LINK_INTERRUPT) == 1);
+    struct link_interrupt in = last_interrupt(&f);
+    CHECK_STR(in.shell, "");
+    CHECK_STR(in.parent, a);
+    CHECK(in.timeout && in.limit == 2);
+    CHECK(f.nsignals == 1 && f.signals[0] == SIGINT);
+    /* it does not stop: the grace period, then a restart */
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S - 0.1);
+    CHECK_INT(f.nrestarts, 0);
+    fake_advance(&f, 0.2);
+    REQUIRE(f.nrestarts == 1);
+    CHECK(strstr(f.restarts[0], "exceeded its time limit of 2 s") != NULL);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input error execute_reply idle");
+    CHECK_STR(ename_of(&f, a, "error"), "TimeoutError");
+    CHECK_STR(ename_of(&f, a, "execute_reply"), "TimeoutError");
+    /* nothing more is due */
+    fake_advance(&f, 100);
+    CHECK_INT(f.nrestarts, 1);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 1);
+    fake_release(&f);
+}
+
+static void test_time_limit_in_a_subshell(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 1;
+    char id[128], sub[64], b[128];
+    SEND(&f, id, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
+    snprintf(sub, sizeof sub, "%s",
+             json_string_value(json_object_get(
+                 fake_find(&f, id, "create_subshell_reply")->content, "subshell_id")));
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"sleep\"}", sub);
+    fake_advance(&f, 1.1);
+    struct link_interrupt in = last_interrupt(&f);
+    CHECK_STR(in.shell, sub);
+    CHECK(in.timeout);
+    CHECK_INT(f.nsignals, 0); /* SIGINT is for the main thread only */
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S + 0.1);
+    CHECK_INT(f.nrestarts, 1);
+    CHECK_STR(ename_of(&f, b, "error"), "TimeoutError");
+    CHECK_STR(ename_of(&f, b, "execute_reply"), "TimeoutError");
+    fake_release(&f);
+}
+
+static void test_a_cell_that_stops_in_time_leaves_no_timer(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 2;
+    char a[128], b[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"1\"}", NULL);
+    fake_advance(&f, 1);
+    fake_worker_reply(&f, "", a, "ok");
+    fake_advance(&f, 10);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 0);
+    /* one that stops after the interrupt is not restarted either */
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"2\"}", NULL);
+    fake_advance(&f, 2.5);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 1);
+    fake_worker_reply(&f, "", b, "error");
+    fake_advance(&f, 10);
+    CHECK_INT(f.nrestarts, 0);
+    fake_release(&f);
+}
+
+static void test_a_request_may_tighten_its_limit_not_loosen_it(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 10;
+    char a[128], b[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL);
+    fake_request_md(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"b\"}",
+                    "{\"sandpit\": {\"timeout\": 1}}", NULL);
+    fake_worker_reply(&f, "", a, "ok");
+    fake_advance(&f, 1.1);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 1);
+    CHECK(last_interrupt(&f).limit == 1);
+    fake_release(&f);
+
+    fake_init(&f);
+    f.opts.timeout_s = 2;
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"b\"}", NULL);
+    fake_worker_reply(&f, "", b, "ok");
+    fake_request_md(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"c\"}",
+                    "{\"sandpit\": {\"timeout\": 60}}", NULL);
+    fake_advance(&f, 2.1);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 1);
+    CHECK(last_interrupt(&f).limit == 2);
+    fake_release(&f);
+}
+
+static void test_an_interrupt_not_obeyed_restarts_the_worker(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128], i1[128], i2[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"compiled()\"}", NULL);
+    fake_advance(&f, 30); /* no time limit: nothing happens */
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 0);
+    SEND(&f, i1, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    CHECK_STR(fake_labels(&f, i1), "busy interrupt_reply idle");
+    struct link_interrupt in = last_interrupt(&f);
+    CHECK(!in.timeout);
+    CHECK_STR(in.parent, a);
+    CHECK(f.nsignals == 1 && f.signals[0] == SIGINT);
+    /* a second interrupt does not give the cell more time */
+    fake_advance(&f, 3);
+    SEND(&f, i2, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S - 3 + 0.1);
+    REQUIRE(f.nrestarts == 1);
+    CHECK(strstr(f.restarts[0], "did not stop within 5 s of the interrupt") != NULL);
+    CHECK_STR(ename_of(&f, a, "execute_reply"), "WorkerDied");
+    /* with nothing running, an interrupt does nothing */
+    size_t frames = f.nframes;
+    SEND(&f, i1, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    CHECK_INT(f.nframes, frames);
+    fake_release(&f);
+}
+
+static void stream(struct fake *f, const char *parent, const char *text)
+{
+    json_t *c = json_pack("{s:s, s:s}", "name", "stdout", "text", text);
+    fake_worker_frame(f, link_iopub_build(&(struct link_iopub){
+                             .msg_type = "stream", .parent = parent, .content = c}));
+    json_decref(c);
+}
+
+static void test_the_output_cap(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.max_output = 10;
+    char a[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
+    stream(&f, a, "123456");
+    /* cut at the cap, on a character boundary: "é" is two bytes, and the cap
+     * falls between them */
+    stream(&f, a, "abc\xc3\xa9\xc3\xa9");
+    stream(&f, a, "dropped");
+    json_t *c = json_pack("{s:{s:s}}", "data", "text/plain", "a display");
+    fake_worker_frame(&f, link_iopub_build(&(struct link_iopub){
+                              .msg_type = "display_data", .parent = a, .content = c}));
+    json_decref(c);
+    /* the worker's pump dropped 100 bytes of its own */
+    json_t *r = json_pack("{s:s, s:i}", "status", "ok", "sandpit_dropped", 100);
+    fake_worker_frame(&f, link_reply_build(&(struct link_reply){
+                              .shell = "", .parent = a, .content = r}));
+    json_decref(r);
+    CHECK_STR(fake_labels(&f, a),
+              "busy execute_input stream stream stream execute_reply idle");
+    const char *texts[3] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < f.nsent; i++)
+        if (strcmp(f.sent[i].parent, a) == 0 && strcmp(f.sent[i].label, "stream") == 0)
+            texts[n++] = json_string_value(json_object_get(f.sent[i].content, "text"));
+    REQUIRE(n == 3);
+    CHECK_STR(texts[0], "123456");
+    CHECK_STR(texts[1], "abc");
+    /* 4 + 7 + 9 (the display) + 100 from the pump */
+    CHECK_STR(texts[2], "\n[sandpit: output limit of 10 bytes reached; 120 more bytes of "
+                        "output were dropped]\n");
+    const struct fake_sent *reply = fake_find(&f, a, "execute_reply");
+    CHECK(json_object_get(reply->content, "sandpit_dropped") == NULL);
+    /* the next cell starts with a count of its own */
+    char b[128];
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"q\"}", NULL);
+    stream(&f, b, "0123456789");
+    fake_worker_reply(&f, "", b, "ok");
+    CHECK_STR(fake_labels(&f, b), "busy execute_input stream execute_reply idle");
+    fake_release(&f);
+}
+
+static const struct testing_case cases[] = {
+    TESTING_CASE(test_time_limit_then_escalation_in_the_main_shell),
+    TESTING_CASE(test_time_limit_in_a_subshell),
+    TESTING_CASE(test_a_cell_that_stops_in_time_leaves_no_timer),
+    TESTING_CASE(test_a_request_may_tighten_its_limit_not_loosen_it),
+    TESTING_CASE(test_an_interrupt_not_obeyed_restarts_the_worker),
+    TESTING_CASE(test_the_output_cap),
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    return testing_main(argc, argv, cases);
+}
