@@ -75,17 +75,27 @@ double loop_now(const struct loop *l)
     return l->clock();
 }
 
+/* array (n of *cap elements of size bytes) with room for one more: the same
+ * or a new one (the old is then freed), or NULL when out of memory (the old
+ * stays). */
+static void *grow(void *array, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return array;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *na = realloc(array, ncap * size);
+    if (na)
+        *cap = ncap;
+    return na;
+}
+
 static long long add_file(struct loop *l, void *socket, int fd, int events, int rank,
                           loop_file_fn *fn, void *data)
 {
-    if (l->nfiles == l->files_cap) {
-        size_t ncap = l->files_cap ? l->files_cap * 2 : 16;
-        struct file_event *nf = realloc(l->files, ncap * sizeof *nf);
-        if (!nf)
-            return -ENOMEM;
-        l->files = nf;
-        l->files_cap = ncap;
-    }
+    struct file_event *nf = grow(l->files, l->nfiles, &l->files_cap, sizeof *nf);
+    if (!nf)
+        return -ENOMEM;
+    l->files = nf;
     size_t at = l->nfiles;
     while (at > 0 && l->files[at - 1].rank > rank)
         at--;
@@ -144,14 +154,10 @@ void loop_del_file(struct loop *l, long long id)
 
 long long loop_add_timer(struct loop *l, double delay, loop_time_fn *fn, void *data)
 {
-    if (l->ntimers == l->timers_cap) {
-        size_t ncap = l->timers_cap ? l->timers_cap * 2 : 16;
-        struct time_event *nt = realloc(l->timers, ncap * sizeof *nt);
-        if (!nt)
-            return -ENOMEM;
-        l->timers = nt;
-        l->timers_cap = ncap;
-    }
+    struct time_event *nt = grow(l->timers, l->ntimers, &l->timers_cap, sizeof *nt);
+    if (!nt)
+        return -ENOMEM;
+    l->timers = nt;
     struct time_event *t = &l->timers[l->ntimers++];
     *t = (struct time_event){
         .id = l->next_id++, .when = l->clock() + delay, .fn = fn, .data = data};

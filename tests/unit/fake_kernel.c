@@ -153,6 +153,17 @@ const char *fake_request(struct fake *f, enum connection_channel ch, const char 
     return fake_request_md(f, ch, msg_type, content, NULL, sub);
 }
 
+void fake_subshell(struct fake *f, char *sub, size_t len)
+{
+    const char *id =
+        fake_request(f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
+    const struct fake_sent *r = fake_find(f, id, "create_subshell_reply");
+    REQUIRE(r != NULL);
+    const char *s = json_string_value(json_object_get(r->content, "subshell_id"));
+    REQUIRE(s != NULL);
+    snprintf(sub, len, "%s", s);
+}
+
 void fake_input_reply(struct fake *f, const char *parent, const char *value)
 {
     static struct msg_session client;

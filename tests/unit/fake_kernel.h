@@ -61,6 +61,9 @@ const char *fake_request(struct fake *f, enum connection_channel ch, const char 
 const char *fake_request_md(struct fake *f, enum connection_channel ch,
                             const char *msg_type, const char *content,
                             const char *metadata, const char *sub);
+/* A client makes a subshell (create_subshell_request on control); its id goes
+ * into sub. */
+void fake_subshell(struct fake *f, char *sub, size_t len);
 /* A client sends an input_reply on stdin, answering the input_request whose
  * msg_id is parent. */
 void fake_input_reply(struct fake *f, const char *parent, const char *value);

@@ -130,13 +130,8 @@ static void test_replies_go_to_the_request_they_answer(void)
 {
     struct fake f;
     fake_init(&f);
-    const char *sid =
-        fake_request(&f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
-    const struct fake_sent *created = fake_find(&f, sid, "create_subshell_reply");
-    REQUIRE(created != NULL);
     char sub[64], a[128], b[128];
-    snprintf(sub, sizeof sub, "%s",
-             json_string_value(json_object_get(created->content, "subshell_id")));
+    fake_subshell(&f, sub, sizeof sub);
     snprintf(
         a, sizeof a, "%s",
         fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL));
@@ -217,11 +212,7 @@ static void test_input_goes_to_the_request_that_asked(void)
     struct fake f;
     fake_init(&f);
     char a[128], sub[64], b[128];
-    const char *sid =
-        fake_request(&f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
-    snprintf(sub, sizeof sub, "%s",
-             json_string_value(json_object_get(
-                 fake_find(&f, sid, "create_subshell_reply")->content, "subshell_id")));
+    fake_subshell(&f, sub, sizeof sub);
     snprintf(a, sizeof a, "%s",
              fake_request(&f, CONNECTION_SHELL, "execute_request",
                           "{\"code\": \"input()\", \"allow_stdin\": true}", NULL));
@@ -262,11 +253,7 @@ static void test_a_lost_worker_answers_every_running_request(void)
     struct fake f;
     fake_init(&f);
     char sub[64], a[128], b[128], queued[128];
-    const char *sid =
-        fake_request(&f, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
-    snprintf(sub, sizeof sub, "%s",
-             json_string_value(json_object_get(
-                 fake_find(&f, sid, "create_subshell_reply")->content, "subshell_id")));
+    fake_subshell(&f, sub, sizeof sub);
     snprintf(
         a, sizeof a, "%s",
         fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL));

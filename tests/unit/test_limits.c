@@ -68,11 +68,8 @@ static void test_time_limit_in_a_subshell(void)
     struct fake f;
     fake_init(&f);
     f.opts.timeout_s = 1;
-    char id[128], sub[64], b[128];
-    SEND(&f, id, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
-    snprintf(sub, sizeof sub, "%s",
-             json_string_value(json_object_get(
-                 fake_find(&f, id, "create_subshell_reply")->content, "subshell_id")));
+    char sub[64], b[128];
+    fake_subshell(&f, sub, sizeof sub);
     SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"sleep\"}", sub);
     fake_advance(&f, 1.1);
     struct link_interrupt in = last_interrupt(&f);

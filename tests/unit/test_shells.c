@@ -20,16 +20,6 @@ static const char *reply_status(const struct fake *f, const char *id, const char
     return r ? json_string_value(json_object_get(r->content, "status")) : NULL;
 }
 
-static void make_subshell(struct fake *f, char *sub, size_t len)
-{
-    char id[128];
-    SEND(f, id, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
-    const struct fake_sent *r = fake_find(f, id, "create_subshell_reply");
-    REQUIRE(r != NULL);
-    snprintf(sub, len, "%s",
-             json_string_value(json_object_get(r->content, "subshell_id")));
-}
-
 static void test_one_request_at_a_time_per_shell(void)
 {
     struct fake f;
@@ -93,7 +83,7 @@ static void test_a_failed_subshell_cell_aborts_only_its_own_queue(void)
     struct fake f;
     fake_init(&f);
     char sub[64], a[128], main_next[128], b[128], sub_next[128];
-    make_subshell(&f, sub, sizeof sub);
+    fake_subshell(&f, sub, sizeof sub);
     SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a"), NULL);
     SEND(&f, main_next, CONNECTION_SHELL, "execute_request", EXEC("m"), NULL);
     SEND(&f, b, CONNECTION_SHELL, "execute_request", EXEC("1/0"), sub);
@@ -111,7 +101,7 @@ static void test_subshells_run_beside_the_main_shell(void)
     struct fake f;
     fake_init(&f);
     char sub[64], a[128], b[128];
-    make_subshell(&f, sub, sizeof sub);
+    fake_subshell(&f, sub, sizeof sub);
     const json_t *made = fake_last_frame(&f, LINK_SUBSHELL);
     struct link_subshell s;
     char err[256];
@@ -180,7 +170,7 @@ static void test_deleting_a_subshell_answers_its_requests(void)
     struct fake f;
     fake_init(&f);
     char sub[64], a[128], b[128], del[128];
-    make_subshell(&f, sub, sizeof sub);
+    fake_subshell(&f, sub, sizeof sub);
     SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a"), sub);
     SEND(&f, b, CONNECTION_SHELL, "execute_request", EXEC("b"), sub);
     char content[128];
@@ -213,7 +203,7 @@ static void test_at_most_fifteen_subshells(void)
     fake_init(&f);
     for (int i = 1; i < KERNEL_MAX_SHELLS; i++) {
         char sub[64];
-        make_subshell(&f, sub, sizeof sub);
+        fake_subshell(&f, sub, sizeof sub);
     }
     char id[128];
     SEND(&f, id, CONNECTION_CONTROL, "create_subshell_request", NULL, NULL);
