@@ -1,4 +1,4 @@
-/* The sandbox's two stages and its report.
+/* The sandbox's two stages, each applying its layers in order.
  *
  * The order is the point. Stage 1 runs before the interpreter exists, while the worker
  * has one thread: rlimits first (they cost nothing and hold from then on), then the
