@@ -350,6 +350,12 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
     return 0;
 }
 
+void child_exited(struct child *c)
+{
+    c->pid = 0;
+    child_stop(c);
+}
+
 void child_stop(struct child *c)
 {
     if (c->pid > 0)

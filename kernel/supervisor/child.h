@@ -55,6 +55,10 @@ void child_stop(struct child *c);
 int child_send(struct child *c, const char *json, size_t len,
                const struct wire_frame *buffers, size_t nbuffers);
 
+/* The worker's process has been reaped: the link is closed and the pid
+ * forgotten, with no signal (the pid may already be another process's). */
+void child_exited(struct child *c);
+
 /* Sends a signal to the worker if there is one. */
 void child_signal(struct child *c, int sig);
 

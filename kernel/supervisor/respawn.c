@@ -149,7 +149,7 @@ void respawn_reaped(struct respawn *w, int status)
     describe_exit(w->child, status, how, sizeof how);
     bool was_starting = child_state(w->child) == CHILD_STARTING;
     log_warn("the worker %s", how);
-    child_stop(w->child);
+    child_exited(w->child);
     loop_del_timer(w->loop, w->hello_timer);
     w->hello_timer = 0;
     snprintf(why, sizeof why,
