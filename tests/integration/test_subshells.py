@@ -4,7 +4,7 @@ thread that a cell started writes to that cell, even after it ended."""
 
 import time
 
-from sandpit_testing import stdout_of
+from sandpit_testing import TIMEOUT, stdout_of
 
 
 def control(k, msg_type, content=None):
@@ -128,9 +128,15 @@ def test_each_request_has_its_own_output_count(kernel_with):
     while first["msg_type"] != "stream":  # its output is out: it now waits
         first = k.next_iopub(main_id)
     sub_id = execute_in(k, sid, "print('from the subshell')\ngo_on.set()")
-    assert k.shell_reply(sub_id)["content"]["status"] == "ok"
+    # the two replies may come in either order
+    replies = {}
+    for _ in range(100):
+        if len(replies) == 2:
+            break
+        m = k.kc.get_shell_msg(timeout=TIMEOUT)
+        replies[m["parent_header"].get("msg_id")] = m["content"]["status"]
+    assert replies.get(sub_id) == "ok" and replies.get(main_id) == "ok", replies
     assert stdout_of(k.iopub_until_idle(sub_id)) == "from the subshell\n"
-    assert k.shell_reply(main_id)["content"]["status"] == "ok"
     outputs = [first] + k.iopub_until_idle(main_id)
     assert stdout_of(outputs) == "x" * 1000
     assert stdout_of(outputs, "stderr") == NOTICE % (1000, 5000 - 1000)
