@@ -68,8 +68,10 @@ def test_subshell_runs_while_main_is_busy(fresh_kernel):
 def test_interrupting_a_subshell(fresh_kernel):
     k = fresh_kernel
     sid = control(k, "create_subshell_request")["content"]["subshell_id"]
-    sub_id = execute_in(k, sid, "import time\nwhile True:\n    time.sleep(0.01)")
-    time.sleep(0.5)
+    sub_id = execute_in(k, sid, "import time\nprint('looping')\nwhile True:\n"
+                                "    time.sleep(0.01)")
+    while k.next_iopub(sub_id)["msg_type"] != "stream":
+        pass  # the cell runs (a fixed sleep was too short for a slow start)
     control(k, "interrupt_request")
     reply = k.shell_reply(sub_id)
     assert reply["content"]["ename"] == "KeyboardInterrupt"
