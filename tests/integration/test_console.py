@@ -81,7 +81,7 @@ def test_console_session(console):
     console.type("x + 37")
     s = console.wait_for("Out[5]: 42")
     console.type("name = input('Name? ')")
-    console.wait_for("Name? ")
+    console.wait_for("\nName?")  # the prompt itself, not the line typed above
     console.type("Ada")
     console.wait_for("In [7]:")
     console.type("print('hello', name)")
