@@ -232,18 +232,44 @@ def test_output_cap_counts_stderr_and_displays(capped):
     assert_intact(capped, token)
 
 
-def test_print_of_1_gb(jupyter_dir, tmp_path):
-    """With the agent profile's output cap and memory limit: what goes past the cap
-    must not need memory, and the notice must say how much was dropped."""
-    k = boot(jupyter_dir, "--max-output", "10000", "--memory", "2048", cwd=tmp_path)
+USAGE_CELL = r"""
+def _sandpit_usage():  # (bytes the worker has written, its peak resident memory)
+    with open('/proc/self/io') as f:
+        wrote = int([l for l in f if l.startswith('wchar:')][0].split()[1])
+    with open('/proc/self/status') as f:
+        peak = int([l for l in f if l.startswith('VmHWM:')][0].split()[1]) << 10
+    return wrote, peak
+"""
+
+
+@pytest.mark.parametrize("text, chars", [("'x'", 1 << 30), ("'\\u00e9'", 1 << 29)],
+                         ids=["ascii", "two-byte-utf8"])
+def test_print_of_1_gb(jupyter_dir, tmp_path, text, chars):
+    """With the agent profile's output cap: a print of a gigabyte (of text whose
+    UTF-8 is a gigabyte) must need no more memory than the string itself, and what
+    goes past the cap must be dropped in the worker, not sent to the supervisor to
+    be dropped there (which took 48 s). The worker's own counters say both: its
+    peak resident memory (VmHWM) and the bytes it wrote (wchar, which counts every
+    byte written to the link)."""
+    k = boot(jupyter_dir, "--max-output", "10000", "--memory", "1536", cwd=tmp_path)
     try:
         token = plant(k)
-        reply, outputs = k.execute("s = 'x' * (1 << 30)\nprint(s)\ndel s\nfinished = True",
-                                   timeout=60)
+        k.run(USAGE_CELL)
+        reply, outputs = k.execute(
+            "s = %s * %d\nbefore = _sandpit_usage()\nprint(s)\n"
+            "after = _sandpit_usage()\ndel s\nfinished = True" % (text, chars),
+            timeout=120)
         assert reply["content"]["status"] == "ok", reply["content"]
-        assert stdout_of(outputs) == "x" * 10000
+        char = "x" if chars == 1 << 30 else "\u00e9"
+        assert stdout_of(outputs) == char * (10000 // len(char.encode()))
         assert stdout_of(outputs, "stderr") == NOTICE % (10000, (1 << 30) + 1 - 10000)
         assert k.value("finished") == "True"
+        wrote_before, peak_before = eval(k.value("before"))
+        wrote_after, peak_after = eval(k.value("after"))
+        assert peak_after - peak_before < 64 << 20, \
+            "printing took %d MiB more memory" % ((peak_after - peak_before) >> 20)
+        assert wrote_after - wrote_before < 1 << 20, \
+            "the worker wrote %d MiB to send the output" % ((wrote_after - wrote_before) >> 20)
         assert_intact(k, token)
     finally:
         stop(k)
