@@ -33,16 +33,6 @@ def test_protocol_and_features(kernel):
     assert "kernel subshells" in info["supported_features"]
 
 
-def wait_for_line(k, msg_id, line, timeout=30):
-    """Waits until the request's stdout has printed line: its code is running."""
-    deadline = time.monotonic() + timeout
-    text = ""
-    while line not in text.splitlines():
-        m = k.next_iopub(msg_id, max(0.1, deadline - time.monotonic()))
-        if m["msg_type"] == "stream" and m["content"]["name"] == "stdout":
-            text += m["content"]["text"]
-
-
 def test_subshell_runs_while_main_is_busy(fresh_kernel):
     """The main shell's cell waits for what only the subshell's cell does: it can
     finish in time only if the two run at once."""
@@ -58,7 +48,7 @@ def test_subshell_runs_while_main_is_busy(fresh_kernel):
                            "while 'sub_value' not in globals() and time.monotonic() - t0 < 30:\n"
                            "    time.sleep(0.01)\n"
                            "main_saw_sub = 'sub_value' in globals()")
-    wait_for_line(k, main_id, "main started")
+    k.wait_for_line(main_id, "main started")
     sub_id = execute_in(k, sid, "print('from the subshell', shared * 2)\nsub_value = 7")
     sub_reply = k.shell_reply(sub_id)
     assert sub_reply["content"]["status"] == "ok"
@@ -83,7 +73,7 @@ def test_interrupting_a_subshell(fresh_kernel):
     sid = control(k, "create_subshell_request")["content"]["subshell_id"]
     sub_id = execute_in(k, sid, "import time\nprint('looping', flush=True)\n"
                                 "while True:\n    time.sleep(0.01)")
-    wait_for_line(k, sub_id, "looping")
+    k.wait_for_line(sub_id, "looping")
     control(k, "interrupt_request")
     reply = k.shell_reply(sub_id)
     assert reply["content"]["ename"] == "KeyboardInterrupt"
