@@ -362,6 +362,25 @@ def test_accepted_magics(k):
         assert reply["content"]["status"] == "ok" and outputs == [], cell
 
 
+def test_run_merges_the_scripts_variables(fresh_kernel, tmp_path):
+    k = fresh_kernel
+    (tmp_path / "script.py").write_text(
+        "import sys\nargs = sys.argv[1:]\nname = __name__\nsees_mine = 'mine' in dir()\n"
+        "def helper():\n    return 'from the script'\nprint('ran', args)\n")
+    (tmp_path / "bump.py").write_text("counter += 1\nsees_mine = 'mine' in dir()\n")
+    k.run("mine = 'kept'\ncounter = 41\nimport sys\nargv = list(sys.argv)")
+    assert k.run("%run script.py one 'two words'") == "ran ['one', 'two words']\n"
+    # its variables join the user's; it ran as __main__, apart from the user's
+    assert k.value("args, name, helper(), sees_mine, mine") == \
+        "(['one', 'two words'], '__main__', 'from the script', False, 'kept')"
+    assert k.value("sys.argv == argv") == "True"  # given back
+    # -i: in the user's namespace
+    k.run("%run -i bump")
+    assert k.value("counter, sees_mine") == "(42, True)"
+    reply, _ = k.execute("%run no_such_script.py")
+    assert reply["content"]["ename"] == "FileNotFoundError"
+
+
 def test_lsmagic_and_unknown_magics(k):
     listing = result(k, "%lsmagic")
     assert "Available line magics:" in listing and "%timeit" in listing
