@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from sandbox_helpers import (assert_intact, assert_lost, boot, expect_error, kernel_info,
-                             memory_limit_applies, plant, stdout_of, stop)
+from sandbox_helpers import (ASAN, assert_intact, assert_lost, boot, expect_error,
+                             kernel_info, memory_limit_applies, plant, stdout_of, stop)
 
 BUSY = "while True:\n    pass"
 # An upper bound on how long a limit may take to act is a guard against a hang,
@@ -296,7 +296,8 @@ def test_print_of_1_gb(jupyter_dir, tmp_path, text, chars):
         assert k.value("finished") == "True"
         wrote_before, peak_before = eval(k.value("before"))
         wrote_after, peak_after = eval(k.value("after"))
-        assert peak_after - peak_before < 64 << 20, \
+        # (an AddressSanitizer build holds up to 256 MiB of freed memory in quarantine)
+        assert peak_after - peak_before < (64 + (320 if ASAN else 0)) << 20, \
             "printing took %d MiB more memory" % ((peak_after - peak_before) >> 20)
         assert wrote_after - wrote_before < 1 << 20, \
             "the worker wrote %d MiB to send the output" % ((wrote_after - wrote_before) >> 20)
