@@ -1,5 +1,6 @@
-"""Unit tests of the worker's Python runtime that need no kernel: the IPython
-syntax translation, is_complete, inspection, completion and the magics.
+"""Unit tests of the worker's Python runtime (kernel/python/sandpit) that need
+no kernel: the IPython syntax translation, is_complete, inspection, completion
+and the magics.
 
 They import the runtime from kernel/python under this interpreter; where
 IPython (a test dependency, with ipykernel) defines the expected answer, the
