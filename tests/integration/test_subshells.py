@@ -107,3 +107,53 @@ def test_printf_from_c_reaches_the_cell(kernel):
                                 "libc.printf(b'printf from C %d\\n', 42)\nNone")
     assert reply["content"]["status"] == "ok"
     assert stdout_of(out) == "printf from C 42\n"
+
+
+# --- state that belongs to a request or a shell, not to the worker ------------------------
+
+
+def test_a_subshell_request_does_not_take_input_away_from_the_main_shell(fresh_kernel):
+    """allow_stdin belongs to the request: a subshell's request whose client
+    takes no input, run while a main-shell cell waits in input(), leaves that
+    cell free to ask again."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    main_id = k.kc.execute("first = input('first? ')\nsecond = input('second? ')\n"
+                           "print(first, second)", allow_stdin=True)
+    assert k.kc.get_stdin_msg(timeout=10)["content"]["prompt"] == "first? "
+    sub_id = execute_in(k, sid, "print('the subshell ran')")  # allow_stdin false
+    assert k.shell_reply(sub_id)["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(sub_id)) == "the subshell ran\n"
+    k.kc.input("one")
+    asked = k.kc.get_stdin_msg(timeout=10)
+    assert asked["content"]["prompt"] == "second? "
+    assert asked["parent_header"]["msg_id"] == main_id
+    k.kc.input("two")
+    reply = k.shell_reply(main_id)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert stdout_of(k.iopub_until_idle(main_id)) == "one two\n"
+    # the subshell's own requests are still refused input, as their client asked
+    refused = k.shell_reply(execute_in(k, sid, "input('x')"))
+    assert refused["content"]["ename"] == "StdinNotImplementedError"
+
+
+def test_capture_in_one_shell_leaves_another_shells_output_alone(fresh_kernel):
+    """%%capture takes what its own cell writes and displays, not what a
+    subshell's cell writes meanwhile."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    k.run("import threading\ninside, release = threading.Event(), threading.Event()")
+    main_id = k.kc.execute("%%capture cap\nprint('captured')\ndisplay('captured too')\n"
+                           "inside.set()\nreleased = release.wait(30)")
+    sub_id = execute_in(k, sid, "inside.wait(30)\nprint('from the subshell')\n"
+                                "display('shown by the subshell')\nrelease.set()")
+    assert k.shell_reply(sub_id)["content"]["status"] == "ok"
+    sub_out = k.iopub_until_idle(sub_id)
+    assert stdout_of(sub_out) == "from the subshell\n"
+    assert [m["content"]["data"]["text/plain"] for m in sub_out
+            if m["msg_type"] == "display_data"] == ["'shown by the subshell'"]
+    assert k.shell_reply(main_id)["content"]["status"] == "ok"
+    assert k.iopub_until_idle(main_id) == []
+    assert k.value("(cap.stdout, [o.data['text/plain'] for o in cap.outputs])") == \
+        "('captured\\n', [\"'captured too'\"])"
+    assert k.run("print('after')") == "after\n"

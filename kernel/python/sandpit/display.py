@@ -21,7 +21,7 @@ out with a FormatterWarning, as in IPython. NotImplementedError means "not
 this format" and is silent.
 
 display() publishes display_data (or update_display_data), clear_output()
-publishes clear_output; both flush stdout and stderr first (sandpit._kernel),
+publishes clear_output; both flush stdout and stderr first (sandpit.request),
 so output keeps the order in which the cell produced it. display() is a
 builtin in every cell; IPython.display's functions are routed here when
 IPython is installed (sandpit.import_hooks). Without IPython, this module
@@ -38,7 +38,7 @@ import traceback
 import types
 import warnings
 
-from . import _kernel
+from . import request
 
 __all__ = ["display", "update_display", "clear_output", "publish_display_data",
            "DisplayHandle", "format_object", "DisplayObject", "TextDisplayObject", "HTML",
@@ -260,7 +260,7 @@ def publish_display_data(data, metadata=None, source=None, *, transient=None, up
             raise TypeError("MIME type keys must be strings, got: %r" % (key,))
     content = {"data": {k: _encode(k, v) for k, v in data.items()},
                "metadata": metadata or {}, "transient": transient or {}}
-    _kernel.publish("update_display_data" if update else "display_data", content)
+    request.publish("update_display_data" if update else "display_data", content)
 
 
 def _new_id():
@@ -325,7 +325,7 @@ def update_display(obj, *, display_id, **kwargs):
 
 def clear_output(wait=False):
     """Clears the output of the cell; with wait=True, only once new output arrives."""
-    _kernel.publish("clear_output", {"wait": bool(wait)})
+    request.publish("clear_output", {"wait": bool(wait)})
 
 
 class DisplayHandle:

@@ -29,7 +29,7 @@ import os
 import sys
 import weakref
 
-from . import _kernel
+from . import link
 
 BACKEND = "module://sandpit.mpl_backend"
 FIGURE_FORMATS = ("png", "retina", "svg")
@@ -45,7 +45,7 @@ def settings():
     if _settings is None:
         fmt = os.environ.get("SANDPIT_FIGURE_FORMAT", "").strip().lower() or "png"
         if fmt not in FIGURE_FORMATS:
-            _kernel.log("warning", "unknown figure format %r: using png" % (fmt,))
+            link.log("warning", "unknown figure format %r: using png" % (fmt,))
             fmt = "png"
         dpi = None
         raw = os.environ.get("SANDPIT_DPI", "").strip()
@@ -55,7 +55,7 @@ def settings():
                 if not 10 <= dpi <= 1200:
                     raise ValueError(raw)
             except ValueError:
-                _kernel.log("warning", "ignoring a dpi of %r" % (raw,))
+                link.log("warning", "ignoring a dpi of %r" % (raw,))
                 dpi = None
         _settings = {"format": fmt, "dpi": dpi}
     return _settings

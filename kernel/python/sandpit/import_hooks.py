@@ -100,8 +100,8 @@ def _patch(patch, module):
     try:
         patch(module)
     except Exception as e:  # a library version we do not know: leave it as it is
-        from . import _kernel
-        _kernel.log("warning", "could not adapt %s: %r" % (module.__name__, e))
+        from . import link
+        link.log("warning", "could not adapt %s: %r" % (module.__name__, e))
 
 
 class _PatchingLoader(importlib.abc.Loader):

@@ -26,7 +26,7 @@ import re
 import sys
 import types
 
-from . import _kernel
+from . import request
 
 HEAD, NORMAL = "\x1b[0;31m", "\x1b[0m"
 STRING_MAX = 200
@@ -449,11 +449,12 @@ def inspect(code, cursor_pos, detail_level, user_ns):
 def page(text):
     """Shows text in the client's pager: a page payload of the current
     execute_reply (printed when there is no execute_request to attach it to)."""
-    current = _kernel.current
-    if current is not None and current.get("msg_type") == "execute_request":
-        _kernel.add_payload({"source": "page", "data": {"text/plain": text}, "start": 0})
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    current = request.current()
+    payload = {"source": "page", "data": {"text/plain": text}, "start": 0}
+    if current is not None and current.msg_type == "execute_request" \
+            and request.add_payload(payload):
+        return
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def pinfo(oname, detail_level, user_ns):

@@ -27,7 +27,9 @@ import os
 import re
 import sys
 
-from . import _kernel
+from . import link
+from . import request
+from . import streams
 
 CO_COROUTINE = 0x80
 
@@ -682,7 +684,7 @@ def _switch_to_inline():
             else:
                 mpl.use(name)
     except Exception as e:
-        _kernel.log("warning", "%%matplotlib could not switch to the inline backend: %r"
+        link.log("warning", "%%matplotlib could not switch to the inline backend: %r"
                     % (e,))
 
 
@@ -879,7 +881,7 @@ def magic_magic(shell, line, cell, where):
 
 
 def _publish(mime, text, plain, metadata=None):
-    _kernel.publish("display_data", {"data": {"text/plain": plain, mime: text},
+    request.publish("display_data", {"data": {"text/plain": plain, mime: text},
                                      "metadata": metadata or {}, "transient": {}})
 
 
@@ -928,7 +930,7 @@ class RichOutput:
         self.update = update
 
     def display(self):
-        _kernel.publish("update_display_data" if self.update else "display_data",
+        request.publish("update_display_data" if self.update else "display_data",
                         {"data": self.data, "metadata": self.metadata,
                          "transient": self.transient})
 
@@ -970,51 +972,63 @@ class CapturedIO:
     __call__ = show
 
 
-class Capture:
-    """Captures sys.stdout, sys.stderr and the displays published meanwhile."""
+class Capture(request.CaptureTarget):
+    """Captures what this context writes to stdout and stderr, and the displays
+    it publishes, for the block. The worker's streams ask the context's capture
+    target (sandpit.request), so what a subshell or another request writes
+    meanwhile is not captured, and nothing process-wide is swapped. A stream
+    that is not the worker's (in tests of the runtime, or one that the cell
+    replaced) is swapped for the block instead."""
 
     def __init__(self, stdout=True, stderr=True, display=True):
         self.io = CapturedIO(io.StringIO() if stdout else None,
                              io.StringIO() if stderr else None)
         self._display = display
+        self._buffers = {1: self.io._stdout, 2: self.io._stderr}
+        self._active = False
 
     def __enter__(self):
-        self._saved_streams = sys.stdout, sys.stderr
-        if self.io._stdout is not None:
-            sys.stdout = self.io._stdout
-        if self.io._stderr is not None:
-            sys.stderr = self.io._stderr
-        if self._display:
-            self._saved_sink = _kernel._sink
-            _kernel.set_sink(self._frame)
+        self._swapped = {}
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            if self._buffers[fd] is not None \
+                    and not isinstance(getattr(sys, name), streams.OutStream):
+                self._swapped[name] = getattr(sys, name)
+                setattr(sys, name, self._buffers[fd])
+        self._token = request.begin_capture(self)
+        self._active = True
         return self.io
 
     def __exit__(self, *exc):
-        sys.stdout, sys.stderr = self._saved_streams
-        if self._display:
-            _kernel.set_sink(self._saved_sink)
+        self._active = False
+        request.end_capture(self._token)
+        for name, stream in self._swapped.items():
+            setattr(sys, name, stream)
         return False
 
-    def _frame(self, obj, buffers):
-        kind = obj.get("msg_type") if obj.get("type") == "iopub" else None
-        content = obj.get("content") or {}
+    def write(self, fd, data):
+        buffer = self._buffers.get(fd) if self._active else None
+        if buffer is None:
+            return False
+        if not isinstance(data, str):
+            data = bytes(data).decode("utf-8", "replace")
+        buffer.write(data)
+        return True
+
+    def take(self, frame, buffers):
+        if not (self._active and self._display):
+            return False
+        kind = frame.get("msg_type")
+        content = frame.get("content") or {}
         if kind in ("display_data", "update_display_data"):
             self.io.outputs.append(RichOutput(content.get("data", {}),
                                               content.get("metadata"),
                                               content.get("transient"),
                                               kind == "update_display_data"))
-            return
+            return True
         if kind == "clear_output":
             self.io.outputs.clear()
-            return
-        if self._saved_sink is not None:
-            self._saved_sink(obj, buffers)
-            return
-        _kernel.set_sink(None)
-        try:
-            _kernel.send(obj, buffers)
-        finally:
-            _kernel.set_sink(self._frame)
+            return True
+        return False
 
 
 @cell_magic("capture")
@@ -1039,7 +1053,7 @@ def magic_capture(shell, line, cell, where):
                 from . import figures
                 figures.show_open_figures()
             except Exception as e:
-                _kernel.log("warning", "could not show the figures of a %%%%capture cell: "
+                link.log("warning", "could not show the figures of a %%%%capture cell: "
                             "%r" % (e,))
     finally:
         if name:

@@ -19,8 +19,6 @@ publishes execute_result. Top-level await works as in IPython.
 
 import ast
 import builtins
-import ctypes
-import json
 import linecache
 import os
 import queue
@@ -30,13 +28,9 @@ import threading
 import traceback
 import warnings
 
-from . import _kernel
+from . import link
+from . import request
 from . import streams
-
-try:
-    import _sandpit
-except ImportError:
-    _sandpit = None
 
 main_module = sys.modules["__main__"]
 user_ns = main_module.__dict__
@@ -47,12 +41,8 @@ _cell_serial = 0
 _serial_lock = threading.Lock()
 
 # Routing, filled by the reader thread and read by the handling threads.
-_main_inbox = queue.Queue()   # frames for the main shell; None when the link closes
+_main_inbox = queue.Queue()   # the main shell's requests; None when the link closes
 _subshells = {}               # subshell id -> _Subshell
-_waiting = {}                 # msg_id of a request waiting for input -> queue.Queue
-_notes = {}                   # msg_id -> the supervisor's interrupt note for it
-_notes_arrived = {}           # msg_id -> threading.Event, set when its note arrives
-_routing_lock = threading.Lock()
 
 
 # --- the loop --------------------------------------------------------------------
@@ -61,30 +51,26 @@ _routing_lock = threading.Lock()
 def serve(hello):
     """Says hello, then answers the main shell's requests until the supervisor
     closes the link."""
-    _sandpit.send(hello.encode())
+    link.send_hello(hello)
     threading.Thread(target=_read_link, name="sandpit-link", daemon=True).start()
     while True:
         try:
-            frame = _main_inbox.get()
+            req = _main_inbox.get()
         except KeyboardInterrupt:
             continue  # an interrupt that arrived between cells
-        if frame is None:
+        if req is None:
             return 0
-        _serve_one(frame)
+        _serve_one(req)
 
 
-def _serve_one(frame):
+def _serve_one(req):
     try:
-        handle(frame)
+        handle(req)
     except KeyboardInterrupt:
-        _kernel.log("warning", "an interrupt arrived after the request had finished")
+        link.log("warning", "an interrupt arrived after the request had finished")
     except BaseException as e:  # this runtime's own failure
-        _kernel.log("error", "runtime failure: " + "".join(
+        link.log("error", "runtime failure: " + "".join(
             traceback.format_exception(type(e), e, e.__traceback__)))
-        if _kernel.current is not None:
-            _reply({"status": "error", "ename": type(e).__name__, "evalue": str(e),
-                    "traceback": []})
-        _kernel.end_request()
 
 
 def _signals_to_main_thread():
@@ -98,82 +84,70 @@ def _read_link():
     _signals_to_main_thread()
     while True:
         try:
-            raw, buffers = _sandpit.recv(True)
-            obj = json.loads(raw)
+            kind, frame, buffers = link.recv()
         except EOFError:
             break
-        except Exception as e:
-            _kernel.log("error", "unreadable frame from the supervisor: %r" % (e,))
+        except link.FrameError as e:
+            link.log("error", "unreadable frame from the supervisor: %s" % (e,))
             continue
+        except OSError as e:
+            link.log("error", "the link to the supervisor failed: %s" % (e,))
+            break
         try:
-            _route(obj, buffers)
+            _route(kind, frame, buffers)
         except Exception as e:
-            _kernel.log("error", "could not route a frame: %r" % (e,))
+            link.log("error", "could not route a frame: %r" % (e,))
     _main_inbox.put(None)
     for sub in list(_subshells.values()):
         sub.inbox.put(None)
 
 
-def _route(obj, buffers):
-    kind = obj.get("type")
-    if kind == "request":
-        shell = obj.get("shell") or ""
-        if not shell:
-            _main_inbox.put((obj, buffers))
+def _route(kind, frame, buffers):
+    if kind == link.REQUEST:
+        req = request.Request(frame, buffers)
+        request.register(req)  # from now on, its interrupt note finds it
+        if not req.shell:
+            _main_inbox.put(req)
         else:
-            sub = _subshells.get(shell)
+            sub = _subshells.get(req.shell)
             if sub is None:  # the supervisor knows it; the worker must too
-                sub = _Subshell(shell)
-            sub.inbox.put((obj, buffers))
-    elif kind == "input_reply":
-        with _routing_lock:
-            q = _waiting.get(obj.get("parent"))
-        if q is not None:
-            q.put(obj)
-    elif kind == "interrupt":
-        _take_note(obj)
-    elif kind == "subshell":
-        if obj.get("op") == "create":
-            _Subshell(obj.get("id"))
-        elif obj.get("op") == "delete":
-            sub = _subshells.pop(obj.get("id"), None)
+                sub = _Subshell(req.shell)
+            sub.inbox.put(req)
+    elif kind == link.INPUT_REPLY:
+        req = request.running(frame["parent"])
+        if req is None:
+            link.log("warning", "an input reply for a request that is not running")
+        else:
+            req.give_input(frame["content"])
+    elif kind == link.INTERRUPT:
+        _interrupt(frame)
+    elif kind == link.SUBSHELL:
+        if frame["op"] == "create":
+            if frame["id"] not in _subshells:
+                _Subshell(frame["id"])
+        else:
+            sub = _subshells.pop(frame["id"], None)
             if sub is not None:
                 sub.stop()
-    else:
-        _kernel.log("warning", "unexpected frame from the supervisor: %r" % (kind,))
 
 
-def _take_note(note):
+def _raise_in_thread(ident, exc):
+    import ctypes
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc))
+
+
+def _interrupt(note):
     """An interrupt (or the time limit) for the request it names. The main
     shell's request also gets SIGINT from the supervisor; a subshell's gets the
     exception raised in its thread from here."""
-    parent = note.get("parent")
-    with _routing_lock:
-        _notes[parent] = note
-        event = _notes_arrived.get(parent)
-    if event is not None:
-        event.set()
-    shell = note.get("shell") or ""
-    if shell:
-        sub = _subshells.get(shell)
-        if sub is not None and sub.running == parent and sub.ident is not None:
-            exc = TimeoutError if note.get("reason") == "timeout" else KeyboardInterrupt
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(sub.ident),
-                                                        ctypes.py_object(exc))
-
-
-def interrupt_reason(req, wait=0.2):
-    """After a KeyboardInterrupt or TimeoutError in req: the supervisor's note
-    for it (it sends one before the signal), or None if none comes."""
-    parent = (req.get("header") or {}).get("msg_id")
-    with _routing_lock:
-        note = _notes.get(parent)
-        event = _notes_arrived.get(parent)
-    if note is None and event is not None:
-        event.wait(wait)
-        with _routing_lock:
-            note = _notes.get(parent)
-    return note
+    req = request.running(note["parent"])
+    if req is None:
+        return  # it has just been answered
+    req.take_note(note)
+    sub = _subshells.get(req.shell) if req.shell else None
+    if sub is not None and sub.running is req and sub.ident is not None:
+        _raise_in_thread(sub.ident, TimeoutError if note["reason"] == "timeout"
+                         else KeyboardInterrupt)
 
 
 class _Subshell:
@@ -183,24 +157,26 @@ class _Subshell:
     def __init__(self, sid):
         self.id = sid
         self.inbox = queue.Queue()
-        self.running = None  # msg_id of the request it runs
+        self.running = None  # the request it runs
         self.ident = None
         _subshells[sid] = self
         self.thread = threading.Thread(target=self._run, name="sandpit-subshell-" + sid[:8],
                                        daemon=True)
-        self.thread._sandpit_internal = True
         self.thread.start()
 
     def _run(self):
         _signals_to_main_thread()
         self.ident = threading.get_ident()
         while True:
-            frame = self.inbox.get()
-            if frame is None:
-                return
-            self.running = (frame[0].get("header") or {}).get("msg_id")
             try:
-                _serve_one(frame)
+                req = self.inbox.get()
+            except BaseException:  # an interrupt aimed at a request that had ended
+                continue
+            if req is None:
+                return
+            self.running = req
+            try:
+                _serve_one(req)
             except BaseException:  # an interrupt aimed at a request that had ended
                 pass
             finally:
@@ -208,47 +184,25 @@ class _Subshell:
 
     def stop(self):
         self.inbox.put(None)
-        if self.running and self.ident is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.ident),
-                                                        ctypes.py_object(SystemExit))
+        if self.running is not None and self.ident is not None:
+            _raise_in_thread(self.ident, SystemExit)
 
 
-def ask_input(req, content):
-    """Sends an input_request for req and blocks until its input_reply arrives
-    (registered first, so a quick answer cannot be missed). KeyboardInterrupt
-    (a user interrupt) propagates to the caller."""
-    parent = (req.get("header") or {}).get("msg_id")
-    q = queue.Queue()
-    with _routing_lock:
-        _waiting[parent] = q
-    try:
-        _kernel.send({"type": "input_request", "parent": parent, "content": content})
-        return q.get()
-    finally:
-        with _routing_lock:
-            _waiting.pop(parent, None)
-
-
-def handle(frame):
-    obj, buffers = frame
-    parent = (obj.get("header") or {}).get("msg_id")
-    with _routing_lock:
-        _notes.pop(parent, None)
-        _notes_arrived[parent] = threading.Event()
-    _kernel.begin_request(obj)
-    main = threading.current_thread() is threading.main_thread()
-    if main and _sandpit is not None:
-        _sandpit.set_default_tag(parent)
+def handle(req):
+    """Handles one request and sends its one reply, whatever happens."""
+    token = request.begin(req)
     replied = False
     try:
-        handler = HANDLERS.get(obj.get("msg_type"))
+        if threading.current_thread() is threading.main_thread():
+            link.set_default_tag(req.msg_id)
+        handler = HANDLERS.get(req.msg_type)
         if handler is None:
             content = {"status": "error", "ename": "NotImplementedError",
-                       "evalue": "the worker does not handle %s" % obj.get("msg_type"),
+                       "evalue": "the worker does not handle %s" % req.msg_type,
                        "traceback": []}
         else:
-            content = handler(obj, buffers)
-        _reply(content, shell=obj.get("shell") or "")
+            content = handler(req)
+        _reply(req, content)
         replied = True
     finally:
         if not replied:
@@ -257,25 +211,17 @@ def handle(frame):
             why = "%s: %s" % (sys.exc_info()[0].__name__, _safe_str(sys.exc_info()[1])) \
                 if sys.exc_info()[0] else "unknown"
             try:
-                _reply({"status": "error", "ename": "SandpitError",
-                        "evalue": "sandpit could not report the result of this request (%s)"
-                        % why[:2000], "traceback": []}, shell=obj.get("shell") or "")
+                _reply(req, {"status": "error", "ename": "SandpitError",
+                             "evalue": "sandpit could not report the result of this request "
+                             "(%s)" % why[:2000], "traceback": []})
             except BaseException as e:
-                _kernel.log("error", "could not send a reply at all: %r" % (e,))
-        _kernel.end_request()
-        with _routing_lock:
-            _notes.pop(parent, None)
-            _notes_arrived.pop(parent, None)
+                link.log("error", "could not send a reply at all: %r" % (e,))
+        request.end(req, token)
 
 
-def _reply(content, metadata=None, shell=None):
-    _kernel.flush()
-    if shell is None:
-        shell = (_kernel.current or {}).get("shell") or ""
-    frame = {"type": "reply", "shell": shell, "content": content}
-    if metadata:
-        frame["metadata"] = metadata
-    _kernel.send(frame)
+def _reply(req, content, metadata=None):
+    link.flush()
+    link.send(link.reply(req.shell, content, metadata))
 
 
 # --- execute -----------------------------------------------------------------------
@@ -372,20 +318,20 @@ def displayhook_for(count, silent, store_history):
         data, metadata = display.format_result(value)
         if not data:  # it displayed itself (_ipython_display_), as a widget does
             return
-        _kernel.publish("execute_result",
+        request.publish("execute_result",
                         {"execution_count": count, "data": data, "metadata": metadata})
     return hook
 
 
-def execute(req, buffers):
-    content = req.get("content", {})
+def execute(req):
+    content = req.content
     code = content.get("code", "")
-    count = req.get("execution_count", 0)
-    silent = bool(req.get("silent"))
-    store_history = bool(req.get("store_history"))
-    streams.begin_cell(content.get("allow_stdin", False))
-    if _sandpit is not None:
-        _sandpit.output_reset(int(req.get("max_output") or 0))
+    if not isinstance(code, str):
+        code = ""
+    count = req.execution_count
+    silent = req.silent
+    store_history = req.store_history
+    link.output_begin(req.max_output)
     if store_history:
         ins = user_ns.setdefault("In", [""])
         if isinstance(ins, list):
@@ -407,8 +353,7 @@ def execute(req, buffers):
     events = _events()
     info = None
     if events is not None:
-        info = _ExecutionInfo(code, store_history, silent, (req.get("metadata") or {})
-                              .get("cellId"))
+        info = _ExecutionInfo(code, store_history, silent, req.metadata.get("cellId"))
         events.trigger("pre_execute")
         if not silent:
             events.trigger("pre_run_cell", info)
@@ -418,31 +363,32 @@ def execute(req, buffers):
         source = inputs.transform_cell(code)
         if source.strip():
             run_code(source, filename, count, silent, store_history)
-        _kernel.flush()
+        link.flush()
     except BaseException as e:
         exc = e
         if isinstance(e, (KeyboardInterrupt, TimeoutError)):
-            note = interrupt_reason(req, wait=0.2 if isinstance(e, KeyboardInterrupt) else 0)
-            if note is not None and note.get("reason") == "timeout":
-                exc = TimeoutError(
-                    "cell exceeded its time limit of %g s" % note.get("limit", 0))
+            # The supervisor's note says which it is: it comes before the signal.
+            note = req.note(wait=0.2 if isinstance(e, KeyboardInterrupt) else 0)
+            if note is not None and note["reason"] == "timeout":
+                limit = note.get("limit") or req.timeout
+                exc = TimeoutError("cell exceeded its time limit of %g s" % limit)
                 exc.__traceback__ = e.__traceback__
             elif note is not None and type(e) is TimeoutError:
                 exc = KeyboardInterrupt()
                 exc.__traceback__ = e.__traceback__
-        _kernel.flush()
+        link.flush()
         error = exc
         err = error_content(exc)
         if not silent:
-            _kernel.publish("error", err)
+            request.publish("error", err)
         reply.update(status="error", **err)
         if isinstance(e, SystemExit):
-            _kernel.log("info", "the cell raised SystemExit; the worker carries on")
+            link.log("info", "the cell raised SystemExit; the worker carries on")
     try:
         from . import figures
         figures.show_open_figures()
     except (Exception, KeyboardInterrupt) as e:
-        _kernel.log("warning", "could not show the cell's figures: %r" % (e,))
+        link.log("warning", "could not show the cell's figures: %r" % (e,))
     if events is not None:
         try:
             events.trigger("post_execute")
@@ -452,18 +398,16 @@ def execute(req, buffers):
                 result.info = info
                 events.trigger("post_run_cell", result)
         except (Exception, KeyboardInterrupt) as e:
-            _kernel.log("warning", "a post-cell callback failed: %r" % (e,))
+            link.log("warning", "a post-cell callback failed: %r" % (e,))
     if reply["status"] == "ok":
         reply["user_expressions"] = user_expressions(content.get("user_expressions") or {})
-    reply["payload"] = list(_kernel.payloads)
+    reply["payload"] = list(req.payloads)
     # The exception holds the cell's frames (and whatever they hold, maybe the
     # list that ran out of memory): drop it now, not at some later collection.
     exc = error = e = None  # noqa: F841
-    if _sandpit is not None:
-        _kernel.flush()
-        dropped = _sandpit.output_reset(int(req.get("max_output") or 0))
-        if dropped:
-            reply["sandpit_dropped"] = dropped
+    dropped = link.output_end(req.max_output)
+    if dropped:
+        reply["sandpit_dropped"] = dropped
     return reply
 
 
@@ -655,47 +599,52 @@ def _format_syntax_error(te):
 # --- other requests ---------------------------------------------------------------
 
 
-def is_complete(req, buffers):
+def _code_and_cursor(req):
+    code, cursor = req.content.get("code", ""), req.content.get("cursor_pos")
+    if not isinstance(code, str):
+        code = ""
+    if not isinstance(cursor, int) or isinstance(cursor, bool):
+        cursor = len(code)
+    return code, cursor
+
+
+def is_complete(req):
     from . import inputs
-    status, indent = inputs.check_complete(req.get("content", {}).get("code", ""))
+    status, indent = inputs.check_complete(_code_and_cursor(req)[0])
     content = {"status": status}
     if status == "incomplete":
         content["indent"] = indent
     return content
 
 
-def complete(req, buffers):
-    c = req.get("content", {})
-    code, cursor = c.get("code", ""), c.get("cursor_pos")
-    if cursor is None:
-        cursor = len(code)
+def complete(req):
+    code, cursor = _code_and_cursor(req)
     try:
         from . import completion
         return completion.complete(code, cursor, user_ns)
     except Exception as e:
-        _kernel.log("warning", "completion failed: %r" % (e,))
+        link.log("warning", "completion failed: %r" % (e,))
         return {"status": "ok", "matches": [], "cursor_start": cursor, "cursor_end": cursor,
                 "metadata": {}}
 
 
-def inspect(req, buffers):
-    c = req.get("content", {})
-    code, cursor = c.get("code", ""), c.get("cursor_pos")
-    if cursor is None:
-        cursor = len(code)
+def inspect(req):
+    code, cursor = _code_and_cursor(req)
+    detail = req.content.get("detail_level", 0)
+    detail = int(detail) if isinstance(detail, (int, float)) else 0
     try:
         from . import inspection
-        return inspection.inspect(code, cursor, int(c.get("detail_level", 0) or 0), user_ns)
+        return inspection.inspect(code, cursor, detail, user_ns)
     except Exception as e:
-        _kernel.log("warning", "inspection failed: %r" % (e,))
+        link.log("warning", "inspection failed: %r" % (e,))
         return {"status": "ok", "found": False, "data": {}, "metadata": {}}
 
 
-def _comm(req, buffers):
+def _comm(req):
     from . import comms
-    if req.get("msg_type") == "comm_info_request":
-        return comms.comm_info(req, buffers)
-    return comms.handle(req, buffers)
+    if req.msg_type == "comm_info_request":
+        return comms.comm_info(req)
+    return comms.handle(req)
 
 
 HANDLERS = {
@@ -718,24 +667,6 @@ HANDLERS = {
 INSTALLERS = ["display", "comms", "shell", "guard"]
 
 
-def _inherit_output_parent():
-    """A thread started by a cell writes its output to that cell, even after
-    the cell has ended (as ipykernel 7 does): it takes the output tag of the
-    thread that started it."""
-    start, bootstrap = threading.Thread.start, threading.Thread._bootstrap_inner
-
-    def tagged_start(self):
-        self._sandpit_tag = _kernel.current_tag()
-        return start(self)
-
-    def tagged_bootstrap_inner(self):
-        _kernel.set_thread_tag(getattr(self, "_sandpit_tag", None))
-        return bootstrap(self)
-
-    threading.Thread.start = tagged_start
-    threading.Thread._bootstrap_inner = tagged_bootstrap_inner
-
-
 def prepare_lock():
     """Runs before the seccomp filter: whatever needs a process or a new
     file once, and the user's namespace."""
@@ -751,7 +682,7 @@ def prepare_lock():
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")
     streams.install()
-    _inherit_output_parent()
+    request.inherit_into_threads()
     import importlib
     for name in INSTALLERS:
         # One part failing to set up must not take the others with it.
@@ -759,9 +690,9 @@ def prepare_lock():
             importlib.import_module("sandpit." + name).install(user_ns)
         except ModuleNotFoundError as e:
             if e.name != "sandpit." + name:
-                _kernel.log("error", "cannot set up sandpit.%s: %r" % (name, e))
+                link.log("error", "cannot set up sandpit.%s: %r" % (name, e))
         except Exception as e:
-            _kernel.log("error", "cannot set up sandpit.%s: %s" % (name, "".join(
+            link.log("error", "cannot set up sandpit.%s: %s" % (name, "".join(
                 traceback.format_exception(type(e), e, e.__traceback__))))
     for name in ("_", "__", "___"):  # what the installers left is ours, not the user's
         user_ns.setdefault(name, "")

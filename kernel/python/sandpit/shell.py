@@ -18,7 +18,7 @@ import os
 import pathlib
 import sys
 
-from . import _kernel
+from . import request
 
 _shell = None
 
@@ -32,12 +32,12 @@ class DisplayPublisher:
     """get_ipython().display_pub: publishes MIME bundles."""
 
     def publish(self, data, metadata=None, source=None, *, transient=None, update=False):
-        _kernel.publish("update_display_data" if update else "display_data",
+        request.publish("update_display_data" if update else "display_data",
                         {"data": data, "metadata": metadata or {},
                          "transient": transient or {}})
 
     def clear_output(self, wait=False):
-        _kernel.publish("clear_output", {"wait": bool(wait)})
+        request.publish("clear_output", {"wait": bool(wait)})
 
 
 class HistoryManager:
@@ -179,8 +179,8 @@ class SandpitShell:
 
     @property
     def execution_count(self):
-        current = _kernel.current or {}
-        return current.get("execution_count", 0)
+        current = request.current()
+        return current.execution_count if current is not None else 0
 
     def get_ipython(self):
         return self
@@ -194,7 +194,7 @@ class SandpitShell:
             return
         if tb is not None and value.__traceback__ is None:
             value = value.with_traceback(tb)
-        _kernel.publish("error", runtime.error_content(value))
+        request.publish("error", runtime.error_content(value))
 
     def enable_gui(self, gui=None):
         """There is no GUI event loop in a kernel without a display: accepted."""
@@ -302,7 +302,7 @@ class SandpitShell:
                 runtime.run_code(source, filename, self.execution_count, silent, False)
         except Exception as e:
             if not silent:
-                _kernel.publish("error", runtime.error_content(e))
+                request.publish("error", runtime.error_content(e))
             return ExecutionResult(error=e)
         return ExecutionResult()
 
@@ -327,7 +327,7 @@ class SandpitShell:
 
     def set_next_input(self, text, replace=False):
         """Asks the client to put text in the next cell (a set_next_input payload)."""
-        _kernel.add_payload({"source": "set_next_input", "text": text,
+        request.add_payload({"source": "set_next_input", "text": text,
                              "replace": bool(replace)})
 
     def object_inspect_text(self, oname, detail_level=0):
