@@ -157,3 +157,47 @@ def test_capture_in_one_shell_leaves_another_shells_output_alone(fresh_kernel):
     assert k.value("(cap.stdout, [o.data['text/plain'] for o in cap.outputs])") == \
         "('captured\\n', [\"'captured too'\"])"
     assert k.run("print('after')") == "after\n"
+
+
+def test_top_level_await_in_a_subshell_while_the_main_shell_awaits(fresh_kernel):
+    """Each shell runs its cells' coroutines on an event loop of its own."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    k.run("import asyncio, threading\nstarted, release = threading.Event(), threading.Event()\n"
+          "def hold():\n"
+          "    started.set()\n"
+          "    return release.wait(30)")
+    # started is set while the main shell's loop runs its cell
+    main_id = k.kc.execute("await asyncio.get_running_loop().run_in_executor(None, hold)\n"
+                           "'main awaited'")
+    sub_id = execute_in(k, sid, "started.wait(30)\nawait asyncio.sleep(0)\nrelease.set()\n"
+                                "print('the subshell awaited')")
+    sub = k.shell_reply(sub_id)
+    assert sub["content"]["status"] == "ok", sub["content"]
+    assert stdout_of(k.iopub_until_idle(sub_id)) == "the subshell awaited\n"
+    main = k.shell_reply(main_id)
+    assert main["content"]["status"] == "ok", main["content"]
+    results = [m for m in k.iopub_until_idle(main_id) if m["msg_type"] == "execute_result"]
+    assert [r["content"]["data"]["text/plain"] for r in results] == ["'main awaited'"]
+
+
+def test_a_result_is_numbered_by_its_own_cell(fresh_kernel):
+    """The value of a cell's last expression is shown with that cell's count,
+    even while a subshell's cell runs."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    k.run("import threading\ninside, release, finish = (threading.Event(), "
+          "threading.Event(), threading.Event())")
+    main_id = k.kc.execute("inside.set()\nrelease.wait(30)\n'main result'")
+    sub_id = execute_in(k, sid, "inside.wait(30)\nrelease.set()\nfinish.wait(30)\n"
+                                "'subshell result'")
+    main = k.shell_reply(main_id)
+    results = [m for m in k.iopub_until_idle(main_id) if m["msg_type"] == "execute_result"]
+    assert [r["content"]["execution_count"] for r in results] == \
+        [main["content"]["execution_count"]]
+    k.run("finish.set()")
+    sub = k.shell_reply(sub_id)
+    results = [m for m in k.iopub_until_idle(sub_id) if m["msg_type"] == "execute_result"]
+    assert [r["content"]["execution_count"] for r in results] == \
+        [sub["content"]["execution_count"]]
+    assert k.value("Out[%d]" % main["content"]["execution_count"]) == "'main result'"

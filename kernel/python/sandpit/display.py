@@ -108,6 +108,15 @@ def format_result(value):
     return format_object(value)
 
 
+def publish_result(value, count):
+    """Publishes the value of cell count's last expression as execute_result
+    (nothing when it displayed itself, as a widget does)."""
+    data, metadata = format_result(value)
+    if data:
+        request.publish("execute_result",
+                        {"execution_count": count, "data": data, "metadata": metadata})
+
+
 def _wanted(mime, include, exclude):
     return (not include or mime in include) and not (exclude and mime in exclude)
 

@@ -26,6 +26,7 @@ import re
 import sys
 import types
 
+from . import execution
 from . import request
 
 HEAD, NORMAL = "\x1b[0;31m", "\x1b[0m"
@@ -184,8 +185,7 @@ def find_file(obj):
             continue
     if fname is None:
         return None
-    from . import runtime
-    label = runtime.cell_label(fname)
+    label = execution.cell_label(fname)
     if label:
         return label
     if fname.startswith("<frozen "):

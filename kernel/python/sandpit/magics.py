@@ -27,12 +27,10 @@ import os
 import re
 import sys
 
+from . import execution
 from . import link
 from . import request
 from . import streams
-
-CO_COROUTINE = 0x80
-
 
 class UsageError(Exception):
     """A magic was used wrongly, or does not exist (IPython's UsageError)."""
@@ -150,62 +148,21 @@ def expand(text, ns):
 # --- running code for a magic -----------------------------------------------------------
 
 
-def _loop():
-    import asyncio
-    from . import runtime
-    loop = getattr(runtime, "_loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        runtime._loop = loop
-    return loop
-
-
-def _eval(code, ns):
-    result = eval(code, ns)
-    if code.co_flags & CO_COROUTINE:
-        result = _loop().run_until_complete(result)
-    return result
-
-
 def parse(source, where):
     """The AST of source, IPython syntax included, with line numbers of the cell."""
     from . import inputs
     filename, first = where
-    source = inputs.transform_cell(source)
-    padded = "\n" * (first - 1) + source
-    return compile(padded, filename, "exec",
-                   ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-
-
-def _compile(tree, filename, mode):
-    return compile(tree, filename, mode, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-
-
-def _suppressed(source):
-    for line in reversed(source.rstrip().splitlines()):
-        code = line.split("#", 1)[0].rstrip()
-        if code:
-            return code.endswith(";")
-    return False
-
-
-def split_last(tree, source):
-    """(statements, last expression or None): the last expression of a body is
-    its value, unless a semicolon hides it."""
-    body = list(tree.body)
-    if body and isinstance(body[-1], ast.Expr) and not _suppressed(source):
-        return body[:-1], ast.Expression(body[-1].value)
-    return body, None
+    return execution.parse(inputs.transform_cell(source), filename, first)
 
 
 def run_body(source, where, ns):
     """Runs the lines of a cell body; returns the value of its last expression."""
     filename = where[0]
-    statements, last = split_last(parse(source, where), source)
+    statements, last = execution.split_last(parse(source, where), source)
     if statements:
-        _eval(_compile(ast.Module(body=statements, type_ignores=[]), filename, "exec"), ns)
+        execution.run(execution.compile_statements(statements, filename), ns)
     if last is not None:
-        return _eval(_compile(last, filename, "eval"), ns)
+        return execution.run(execution.compile_expression(last, filename), ns)
     return None
 
 
@@ -262,19 +219,18 @@ def magic_time(shell, line, cell, where):
     source = cell if cell is not None else line
     filename = where[0]
     tree = parse(source, where)
-    statements, last = split_last(tree, source)
+    statements, last = execution.split_last(tree, source)
     if cell is None and len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
-        statements, last = [], ast.Expression(tree.body[0].value)
-    code = _compile(ast.Module(body=statements, type_ignores=[]), filename, "exec") \
-        if statements else None
-    value_code = _compile(last, filename, "eval") if last is not None else None
+        statements, last = [], tree.body[0]
+    code = execution.compile_statements(statements, filename) if statements else None
+    value_code = execution.compile_expression(last, filename) if last is not None else None
     cpu = _cpu_clock()
     wall0, cpu0 = time.time(), cpu()
     value = None
     if code is not None:
-        _eval(code, shell.user_ns)
+        execution.run(code, shell.user_ns)
     if value_code is not None:
-        value = _eval(value_code, shell.user_ns)
+        value = execution.run(value_code, shell.user_ns)
     cpu1, wall1 = cpu(), time.time()
     user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
     print("CPU times: user %s, sys: %s, total: %s"
@@ -386,7 +342,7 @@ def magic_timeit(shell, line, cell, where):
             else ast.parse("pass")
         stmt_tree = parse(cell, where)
     for tree in (setup_tree, stmt_tree):
-        _compile(tree, filename, "exec")  # report errors as the code is written
+        execution.compile_statements(tree.body, filename)  # errors as the code is written
     template = ast.parse(_TIMEIT_TEMPLATE)
     fn = template.body[0]
     loop = fn.body[2]

@@ -17,28 +17,21 @@ in "single" mode so that its value goes through sys.displayhook, which
 publishes execute_result. Top-level await works as in IPython.
 """
 
-import ast
 import builtins
-import linecache
 import os
 import queue
 import signal
 import sys
 import threading
 import traceback
-import warnings
 
+from . import display
+from . import execution
 from . import link
 from . import request
 from . import streams
 
-main_module = sys.modules["__main__"]
-user_ns = main_module.__dict__
-
-_loop = None  # the event loop for top-level await, made on first use
-_previous_input = ""  # the last stored cell's input, for _i
-_cell_serial = 0
-_serial_lock = threading.Lock()
+user_ns = execution.user_ns
 
 # Routing, filled by the reader thread and read by the handling threads.
 _main_inbox = queue.Queue()   # the main shell's requests; None when the link closes
@@ -208,8 +201,11 @@ def handle(req):
         if not replied:
             # Whatever went wrong in reporting (an exception whose str() raises,
             # a result too large for the link), the request gets its one reply.
-            why = "%s: %s" % (sys.exc_info()[0].__name__, _safe_str(sys.exc_info()[1])) \
-                if sys.exc_info()[0] else "unknown"
+            why = "unknown"
+            if sys.exc_info()[0] is not None:
+                from . import tracebacks
+                why = "%s: %s" % (sys.exc_info()[0].__name__,
+                                  tracebacks.safe_str(sys.exc_info()[1]))
             try:
                 _reply(req, {"status": "error", "ename": "SandpitError",
                              "evalue": "sandpit could not report the result of this request "
@@ -227,102 +223,6 @@ def _reply(req, content, metadata=None):
 # --- execute -----------------------------------------------------------------------
 
 
-def _cell_filename(count):
-    global _cell_serial
-    with _serial_lock:
-        _cell_serial += 1
-        return "<cell-%d-%d>" % (count, _cell_serial)
-
-
-def cell_label(filename):
-    """'Cell In[3]' for a cell's filename, None for any other file."""
-    if filename.startswith("<cell-") and filename.endswith(">"):
-        return "Cell In[%s]" % filename[6:-1].split("-")[0]
-    return None
-
-
-def _register_source(filename, code):
-    lines = code.splitlines(True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    linecache.cache[filename] = (len(code), None, lines, filename)
-
-
-def _suppressed(code):
-    """A trailing semicolon hides the result, as in IPython."""
-    for line in reversed(code.rstrip().splitlines()):
-        stripped = line.split("#", 1)[0].rstrip() if "#" in line else line.rstrip()
-        if stripped:
-            return stripped.endswith(";")
-    return False
-
-
-def run_code(code, filename, count, silent=False, store_history=True):
-    """Compiles and runs code in the user's namespace; exceptions propagate."""
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
-    body, last = tree.body, None
-    if body and isinstance(body[-1], ast.Expr) and not _suppressed(code):
-        body, last = body[:-1], body[-1]
-    hook = displayhook_for(count, silent, store_history)
-    saved_hook = sys.displayhook
-    sys.displayhook = hook
-    try:
-        if body:
-            mod = ast.Module(body=body, type_ignores=[])
-            _run(compile(mod, filename, "exec", flags, dont_inherit=True))
-        if last is not None:
-            mod = ast.Interactive(body=[last])
-            _run(compile(mod, filename, "single", flags, dont_inherit=True))
-    finally:
-        sys.displayhook = saved_hook
-
-
-def _run(codeobj):
-    global _loop
-    result = eval(codeobj, user_ns)
-    if codeobj.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await
-        import asyncio
-        if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
-        _loop.run_until_complete(result)
-
-
-_unders = {}  # the values this hook last gave _, __ and ___
-
-
-def _update_unders(value):
-    """_, __ and ___ follow the results, as in IPython, unless the user has
-    assigned one of them: then none of them is touched again."""
-    ours = all(name not in user_ns or user_ns[name] is _unders.get(name)
-               for name in ("_", "__", "___"))
-    _unders["___"], _unders["__"], _unders["_"] = (_unders.get("__", ""),
-                                                   _unders.get("_", ""), value)
-    if ours:
-        user_ns.update(_unders)
-
-
-def displayhook_for(count, silent, store_history):
-    def hook(value):
-        if value is None or silent:
-            return
-        _update_unders(value)
-        if store_history:
-            user_ns["_%d" % count] = value
-            out = user_ns.setdefault("Out", {})
-            if isinstance(out, dict):
-                out[count] = value
-        from . import display
-        data, metadata = display.format_result(value)
-        if not data:  # it displayed itself (_ipython_display_), as a widget does
-            return
-        request.publish("execute_result",
-                        {"execution_count": count, "data": data, "metadata": metadata})
-    return hook
-
-
 def execute(req):
     content = req.content
     code = content.get("code", "")
@@ -333,22 +233,9 @@ def execute(req):
     store_history = req.store_history
     link.output_begin(req.max_output)
     if store_history:
-        ins = user_ns.setdefault("In", [""])
-        if isinstance(ins, list):
-            del ins[count:]
-            while len(ins) < count:
-                ins.append("")
-            ins.append(code)
-        # As in IPython: while cell N runs, _i is cell N-1's input, _ii N-2's,
-        # _iii N-3's, and _iN is cell N's own.
-        global _previous_input
-        user_ns["_iii"] = user_ns.get("_ii", "")
-        user_ns["_ii"] = user_ns.get("_i", "")
-        user_ns["_i"] = _previous_input
-        user_ns["_i%d" % count] = code
-        _previous_input = code
-    filename = _cell_filename(count)
-    _register_source(filename, code)
+        execution.record_input(count, code)
+    filename = execution.cell_filename(count)
+    execution.register_source(filename, code)
     reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
     events = _events()
     info = None
@@ -362,7 +249,7 @@ def execute(req):
         from . import inputs
         source = inputs.transform_cell(code)
         if source.strip():
-            run_code(source, filename, count, silent, store_history)
+            execution.run_code(source, filename, count, silent, store_history)
         link.flush()
     except BaseException as e:
         exc = e
@@ -378,7 +265,8 @@ def execute(req):
                 exc.__traceback__ = e.__traceback__
         link.flush()
         error = exc
-        err = error_content(exc)
+        from . import tracebacks
+        err = tracebacks.error_content(exc)
         if not silent:
             request.publish("error", err)
         reply.update(status="error", **err)
@@ -441,159 +329,9 @@ def user_expressions(exprs):
             data, metadata = display.format_object(value)
             results[name] = {"status": "ok", "data": data, "metadata": metadata}
         except BaseException as e:
-            err = error_content(e)
-            results[name] = {"status": "error", **err}
+            from . import tracebacks
+            results[name] = {"status": "error", **tracebacks.error_content(e)}
     return results
-
-
-# --- errors ----------------------------------------------------------------------
-
-RED, GREEN, CYAN, BOLD, RESET = "\033[0;31m", "\033[0;32m", "\033[0;36m", "\033[1m", "\033[0m"
-
-
-def _own_frame(filename):
-    return filename.startswith("<sandpit>/")
-
-
-MAX_EVALUE = 64 * 1024       # characters of an error's message sent
-MAX_TRACEBACK = 1024 * 1024  # characters of a traceback sent
-
-
-def _safe_str(obj, limit=MAX_EVALUE):
-    """str(obj), whatever its __str__ does, cut to limit characters."""
-    try:
-        text = str(obj)
-    except BaseException as e:
-        try:
-            return "<str() of this %s failed with %s>" % (type(obj).__name__,
-                                                          type(e).__name__)
-        except BaseException:
-            return "<str() failed>"
-    if len(text) > limit:
-        text = text[:limit] + " [... %d more characters]" % (len(text) - limit)
-    return text
-
-
-def error_content(exc):
-    """ename, evalue and an IPython-style traceback (a list of strings),
-    bounded in size whatever the exception holds."""
-    try:
-        if "sandpit.guard" in sys.modules:
-            note = sys.modules["sandpit.guard"].explain(exc)
-            if note and note not in getattr(exc, "__notes__", ()):
-                exc.add_note(note)
-    except BaseException:
-        pass
-    ename = type(exc).__name__
-    evalue = _safe_str(exc)
-    tb = format_traceback(exc)
-    total = 0
-    for i, part in enumerate(tb):
-        total += len(part)
-        if total > MAX_TRACEBACK:
-            tb = tb[:i] + ["[... %d more parts of the traceback were left out]"
-                           % (len(tb) - i), tb[-1][:MAX_EVALUE]]
-            break
-    return {"ename": ename, "evalue": evalue, "traceback": tb}
-
-
-def format_traceback(exc):
-    try:
-        te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
-                                          capture_locals=False, compact=True)
-        return _format_te(te)
-    except BaseException:
-        try:
-            return [_safe_str(line) for line in
-                    traceback.format_exception(type(exc), exc, exc.__traceback__)]
-        except BaseException:
-            return ["%s (its traceback could not be formatted)" % type(exc).__name__]
-
-
-def _repeated(n):
-    return "[... the frame above repeated %d more times]\n" % n
-
-
-def _format_te(te, seen=None):
-    seen = seen or set()
-    seen.add(id(te))
-    parts = []
-    if te.__cause__ is not None and id(te.__cause__) not in seen:
-        parts += _format_te(te.__cause__, seen)
-        parts.append("\nThe above exception was the direct cause of the following exception:\n")
-    elif (te.__context__ is not None and not te.__suppress_context__
-          and id(te.__context__) not in seen):
-        parts += _format_te(te.__context__, seen)
-        parts.append("\nDuring handling of the above exception, another exception occurred:\n")
-    frames = [f for f in te.stack if not _own_frame(f.filename)]
-    head = te.exc_type.__qualname__ if te.exc_type else "Exception"
-    if frames:
-        rule = RED + "-" * 75 + RESET
-        parts.append(rule + "\n" + RED + head.ljust(42) + RESET
-                     + "Traceback (most recent call last)")
-        # A frame repeated over and over (a recursion) is shown three times,
-        # then counted, as Python's own traceback does.
-        run_key, run_len = None, 0
-        for f in frames:
-            key = (f.filename, f.lineno, f.name)
-            if key == run_key:
-                run_len += 1
-            else:
-                if run_len > 3:
-                    parts.append(_repeated(run_len - 3))
-                run_key, run_len = key, 1
-            if run_len <= 3:
-                parts.append(_format_frame(f))
-        if run_len > 3:
-            parts.append(_repeated(run_len - 3))
-    if issubclass(te.exc_type, SyntaxError) and te.filename is not None:
-        parts.append(_format_syntax_error(te))
-    else:
-        last = "".join(te.format_exception_only()).rstrip("\n")
-        name, sep, rest = last.partition(":")
-        parts.append(RED + name + RESET + sep + rest if sep else RED + last + RESET)
-    return parts
-
-
-def _format_frame(f, context=2):
-    label = cell_label(f.filename)
-    where = (CYAN + label + RESET + ", line %d" % f.lineno) if label else \
-        (GREEN + f.filename + RESET + ":%d, in %s" % (f.lineno, f.name))
-    if label and f.name != "<module>":
-        where += ", in " + f.name
-    lines = [where]
-    start = max(1, f.lineno - context)
-    for n in range(start, f.lineno + context + 1):
-        text = linecache.getline(f.filename, n)
-        if not text:
-            if n > f.lineno:
-                break
-            continue
-        text = text.rstrip("\n")
-        if n == f.lineno:
-            lines.append(GREEN + "----> " + str(n).rjust(len(str(f.lineno + context))) + RESET
-                         + " " + text)
-        else:
-            lines.append("      " + str(n).rjust(len(str(f.lineno + context))) + " " + text)
-    return "\n".join(lines) + "\n"
-
-
-def _format_syntax_error(te):
-    label = cell_label(te.filename or "")
-    where = (CYAN + label + RESET) if label else (GREEN + str(te.filename) + RESET)
-    out = ["  " + where + ", line %s" % te.lineno]
-    if te.text is not None:
-        text = te.text.rstrip("\n")
-        stripped = text.lstrip()
-        out.append("    " + stripped)
-        if te.offset is not None:
-            offset = te.offset - (len(text) - len(stripped))
-            end = te.end_offset - (len(text) - len(stripped)) if te.end_offset else offset + 1
-            width = max(1, end - offset) if te.end_lineno == te.lineno else 1
-            out.append("    " + " " * max(0, offset - 1) + "^" * width)
-    msg = te.msg or ""
-    out.append(RED + (te.exc_type.__qualname__) + RESET + ": " + msg)
-    return "\n".join(out)
 
 
 # --- other requests ---------------------------------------------------------------
@@ -694,7 +432,7 @@ def prepare_lock():
         except Exception as e:
             link.log("error", "cannot set up sandpit.%s: %s" % (name, "".join(
                 traceback.format_exception(type(e), e, e.__traceback__))))
-    for name in ("_", "__", "___"):  # what the installers left is ours, not the user's
-        user_ns.setdefault(name, "")
-        _unders[name] = user_ns[name]
+    # What the installers left in _, __ and ___ is ours, not the user's.
+    execution.install(user_ns)
+    execution.on_result(display.publish_result)
     signal.signal(signal.SIGINT, signal.default_int_handler)

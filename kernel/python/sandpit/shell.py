@@ -18,6 +18,7 @@ import os
 import pathlib
 import sys
 
+from . import execution
 from . import request
 
 _shell = None
@@ -188,13 +189,13 @@ class SandpitShell:
     def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None,
                       exception_only=False, running_compiled_code=False):
         """Shows the exception being handled (or exc_tuple) as a cell's error."""
-        from . import runtime
+        from . import tracebacks
         etype, value, tb = exc_tuple or sys.exc_info()
         if value is None:
             return
         if tb is not None and value.__traceback__ is None:
             value = value.with_traceback(tb)
-        request.publish("error", runtime.error_content(value))
+        request.publish("error", tracebacks.error_content(value))
 
     def enable_gui(self, gui=None):
         """There is no GUI event loop in a kernel without a display: accepted."""
@@ -212,11 +213,10 @@ class SandpitShell:
         """(filename, first line) to compile a magic's code with: the cell's own
         lines when the call comes from a %magic line of a cell, else a name of
         its own, registered with linecache so tracebacks can show the code."""
-        from . import runtime
         frame = sys._getframe(2)
         while frame is not None and frame.f_code.co_filename.startswith("<sandpit>/"):
             frame = frame.f_back
-        if frame is not None and runtime.cell_label(frame.f_code.co_filename):
+        if frame is not None and execution.cell_label(frame.f_code.co_filename):
             filename, lineno = frame.f_code.co_filename, frame.f_lineno
             text = linecache.getline(filename, lineno).lstrip()
             if escape == "%%" and text.startswith("%%" + name):
@@ -291,7 +291,6 @@ class SandpitShell:
         """Runs code as a cell would run (its last expression's value is shown);
         an exception is shown and returned in the result, as IPython does."""
         from . import inputs
-        from . import runtime
         self._synthetic += 1
         filename = "<run_cell-%d>" % self._synthetic
         linecache.cache[filename] = (len(raw_cell), None, raw_cell.splitlines(True),
@@ -299,10 +298,12 @@ class SandpitShell:
         try:
             source = inputs.transform_cell(raw_cell)
             if source.strip():
-                runtime.run_code(source, filename, self.execution_count, silent, False)
+                execution.run_code(source, filename, self.execution_count, silent, False,
+                                   self.user_ns)
         except Exception as e:
             if not silent:
-                request.publish("error", runtime.error_content(e))
+                from . import tracebacks
+                request.publish("error", tracebacks.error_content(e))
             return ExecutionResult(error=e)
         return ExecutionResult()
 
