@@ -250,7 +250,8 @@ def test_inspect_reply(ns):
 
 
 def completion_free_inspect(user_ns, code, cursor, level):
-    return inspection.inspect(code, cursor, level, user_ns)
+    """inspect_reply content, with the magics found as the worker finds them."""
+    return inspection.inspect(code, cursor, level, user_ns, shell.find_magic)
 
 
 def test_help_and_pinfo_make_page_payloads(ns, capsys, execute_request):

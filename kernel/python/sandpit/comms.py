@@ -1,5 +1,7 @@
-"""Comms: the kernel's end of the channels that widgets and front-end
-extensions open (comm_open, comm_msg, comm_close, comm_info_request).
+"""Layer 4, comms: the kernel's end of the channels widgets and extensions open.
+
+The channels are opened and used with comm_open, comm_msg and comm_close,
+and listed with comm_info_request.
 
 The `comm` package (Debian python3-comm) is how current libraries reach a
 kernel that is not ipykernel: they call comm.create_comm() and
@@ -189,7 +191,7 @@ class Comm(_Base):
             self._close_callback(msg)
 
 
-# --- requests from the runtime ------------------------------------------------------
+# --- requests from the client (sandpit.handlers) -----------------------------------
 
 
 def _as_msg(req):

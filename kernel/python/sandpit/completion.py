@@ -1,4 +1,4 @@
-"""Completions at the cursor: the content of a complete_reply.
+"""Layer 4, completion: what may be typed at the cursor, for complete_request.
 
 complete(code, cursor_pos, user_ns) decides first what is being typed, from
 the cell up to the cursor (inputs.Lexer follows its strings and brackets):

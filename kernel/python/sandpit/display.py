@@ -1,4 +1,4 @@
-"""Rich output: MIME bundles, display(), and the objects that display well.
+"""Layer 3, display: MIME bundles, display(), and the objects that display well.
 
 What a notebook shows of an object is its MIME bundle, {mime: data} plus
 {mime: metadata}, built the way IPython's DisplayFormatter builds it, so that
@@ -218,13 +218,26 @@ def _report_failure(what, exc):
                      % (what[0].upper() + what[1:], "".join(te.format())))
 
 
+# (module, class name) -> fn(obj) giving {mime: formatter}: formatters for the
+# classes of libraries that layers above this one know (a matplotlib Figure).
+_registered = {}
+
+
+def register_formatters(module, name, fn):
+    """Formats the instances of module.name (and its subclasses) with the
+    formatters fn(obj) returns, {mime: callable}, in place of their _repr_*_
+    methods. The module is never imported to check: an object of a module
+    that is not loaded cannot exist."""
+    _registered[(module, name)] = fn
+
+
 def _type_formatters(obj):
     """Formatters for types that lack the _repr_*_ methods we want, found by
     their class and module so that nothing is imported to check."""
-    figure = sys.modules.get("matplotlib.figure")
-    if figure is not None and isinstance(obj, figure.Figure):
-        from . import figures
-        return figures.formatters(obj)
+    for (module, name), fn in _registered.items():
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(obj, cls):
+            return fn(obj)
     for cls in type(obj).__mro__:
         if cls.__name__ == "Series" and cls.__module__ == "pandas.core.series":
             return {"text/html": lambda: _series_html(obj)}
@@ -668,7 +681,6 @@ def _html_attr(value):
 
 
 def install(user_ns):
-    """Makes display() a builtin and routes IPython's display functions here."""
+    """Makes display() a builtin (sandpit.import_hooks routes IPython's
+    display functions here)."""
     builtins.display = display
-    from . import import_hooks
-    import_hooks.install()

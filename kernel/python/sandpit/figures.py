@@ -1,12 +1,14 @@
-"""matplotlib figures as display_data: how a figure is rendered, plt.show(),
-and the figures still open when a cell ends.
+"""Layer 3, figures: matplotlib figures as display_data.
+
+How a figure is rendered, plt.show(), and the figures still open when a cell
+ends.
 
 The worker sets MPLBACKEND=module://sandpit.mpl_backend, so pyplot draws with
 Agg into memory (no display server, no window) and this module publishes
 what it draws, as ipykernel's inline backend does:
 
 - plt.show() publishes every open figure, then closes them all; so does the
-  end of a cell (runtime.execute calls show_open_figures()) when pyplot is in
+  end of a cell (handlers.execute calls show_open_figures()) when pyplot is in
   interactive mode, which sandpit turns on as IPython does (apply_rc);
 - a figure is image/png (base64, bbox_inches="tight", with its width and
   height in the metadata) and text/plain; with the figure format "retina",
@@ -197,8 +199,9 @@ def _ours_active(mpl):
 
 def show_open_figures():
     """At the end of every cell: publishes the figures left open, once each,
-    and closes them. Costs a dict look-up when matplotlib is not in use."""
-    if "sandpit.mpl_backend" not in sys.modules:
+    and closes them. Costs a dict look-up when pyplot, which keeps the open
+    figures, is not in use."""
+    if "matplotlib.pyplot" not in sys.modules:
         return
     mpl = sys.modules.get("matplotlib")
     if mpl is None or not _ours_active(mpl) or not mpl.is_interactive():

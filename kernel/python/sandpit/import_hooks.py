@@ -1,6 +1,7 @@
-"""Adjustments made to a few libraries as they are imported: IPython's
-display functions and get_ipython(), ipykernel's Comm, pandas' notebook
-defaults, matplotlib's interactive mode.
+"""Layer 4, import hooks: a few libraries adjusted as they are imported.
+
+IPython's display functions and get_ipython(), ipykernel's Comm, pandas'
+notebook defaults, matplotlib's interactive mode.
 
 sandpit imports none of these libraries itself (a cell that does not use
 them does not pay for them), yet each needs a word as soon as it is loaded:
@@ -143,7 +144,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install():
+def install(user_ns=None):
     """Puts the finder first on sys.meta_path (once) and adjusts the modules
     that are already imported."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):

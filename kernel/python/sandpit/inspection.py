@@ -1,4 +1,4 @@
-"""What an object is: inspect_request, obj? and obj?? pages, and help().
+"""Layer 4, inspection: what an object is, for inspect_request, obj?, obj?? and help().
 
 The text is IPython's (IPython.core.oinspect, which ipykernel answers
 inspect_request with): the same fields in the same order ("Signature:",
@@ -60,12 +60,14 @@ def _getattr_static_first(obj, attr):
     return getattr(obj, attr)
 
 
-def find_object(oname, user_ns):
+def find_object(oname, user_ns, find_magic=None):
     """Looks oname up as IPython's _ofind does. Returns a dict with found, obj,
-    namespace ("Interactive", "Python builtin" or "Magic") and ismagic."""
+    namespace ("Interactive", "Python builtin" or "Magic") and ismagic.
+    find_magic(name, cell) gives the function of a magic, or None (the
+    caller passes it: the magics are a layer above this module)."""
     oname = oname.strip()
     if oname.startswith("%"):
-        return _find_magic(oname.lstrip("%"), cell=oname.startswith("%%"))
+        return _find_magic(oname.lstrip("%"), oname.startswith("%%"), find_magic)
     if not _is_dotted_name(oname):
         if oname in ("''", '""', "[]", "{}", "()"):
             return {"found": True, "obj": eval(oname), "namespace": "Interactive",
@@ -84,18 +86,16 @@ def find_object(oname, user_ns):
             break
         return {"found": True, "obj": obj, "namespace": nsname, "ismagic": False}
     if not rest:
-        return _find_magic(head, cell=False)
+        return _find_magic(head, False, find_magic)
     return {"found": False}
 
 
-def _find_magic(name, cell):
-    try:
-        from . import magics
-    except Exception:
+def _find_magic(name, cell, find_magic):
+    if find_magic is None:
         return {"found": False}
-    fn = magics.find(name, cell=cell)
+    fn = find_magic(name, cell)
     if fn is None and not cell:
-        fn = magics.find(name, cell=True)
+        fn = find_magic(name, True)
     if fn is None:
         return {"found": False}
     return {"found": True, "obj": fn, "namespace": "Magic", "ismagic": True}
@@ -424,8 +424,8 @@ def strip_ansi(text):
 # --- requests, pages and help() -------------------------------------------------------
 
 
-def inspect(code, cursor_pos, detail_level, user_ns):
-    """The content of an inspect_reply."""
+def inspect(code, cursor_pos, detail_level, user_ns, find_magic=None):
+    """The content of an inspect_reply (find_magic: see find_object)."""
     reply = {"status": "ok", "found": False, "data": {}, "metadata": {}}
     name = token_at_cursor(code, cursor_pos)
     if not name:
@@ -436,7 +436,7 @@ def inspect(code, cursor_pos, detail_level, user_ns):
             if m.start() <= cursor_pos <= m.end():
                 name = m.group(0)
                 break
-    found = find_object(name, user_ns)
+    found = find_object(name, user_ns, find_magic)
     if not found.get("found"):
         return reply
     text = info_text(found["obj"], name.lstrip("%"), detail_level, found["namespace"],
@@ -457,13 +457,13 @@ def page(text):
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def pinfo(oname, detail_level, user_ns):
+def pinfo(oname, detail_level, user_ns, find_magic=None):
     """obj? and obj??: a page with what inspect_request says about oname."""
     oname = oname.strip()
     if not oname:
         page(USAGE)
         return
-    found = find_object(oname, user_ns)
+    found = find_object(oname, user_ns, find_magic)
     if not found.get("found"):
         print("Object `%s` not found." % oname)
         return

@@ -1,4 +1,4 @@
-"""Layer 1, the link: the frames between the worker and the supervisor.
+"""Layer 1, link: the frames between the worker and the supervisor.
 
 A frame is one JSON object whose "type" names its kind, plus binary buffers
 (kernel/link.c frames them on the socketpair). The kinds are those of the C

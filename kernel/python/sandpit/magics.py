@@ -1,4 +1,4 @@
-"""IPython's magics that notebooks use, without IPython.
+"""Layer 4, magics: IPython's magics that notebooks use, without IPython.
 
 inputs.transform_cell() turns "%time f(x)" into
 get_ipython().run_line_magic('time', 'f(x)') and a "%%capture" cell into
@@ -742,14 +742,14 @@ def _configure_figures(option, value):
 def magic_pinfo(shell, line, cell, where):
     """What an object is: obj? or %pinfo obj"""
     from . import inspection
-    inspection.pinfo(line, 0, shell.user_ns)
+    inspection.pinfo(line, 0, shell.user_ns, find)
 
 
 @line_magic("pinfo2")
 def magic_pinfo2(shell, line, cell, where):
     """What an object is, with its source: obj?? or %pinfo2 obj"""
     from . import inspection
-    inspection.pinfo(line, 1, shell.user_ns)
+    inspection.pinfo(line, 1, shell.user_ns, find)
 
 
 @line_magic("psearch")
@@ -761,7 +761,7 @@ def magic_psearch(shell, line, cell, where):
 
 def _page_part(shell, line, part):
     from . import inspection
-    found = inspection.find_object(line.strip(), shell.user_ns)
+    found = inspection.find_object(line.strip(), shell.user_ns, find)
     if not found.get("found"):
         print("Object `%s` not found." % line.strip())
         return

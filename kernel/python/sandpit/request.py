@@ -1,4 +1,4 @@
-"""Layer 1, the request: the state of one request, and what is sent on its behalf.
+"""Layer 1, request: the state of one request, and what is sent on its behalf.
 
 Each request frame from the supervisor becomes a Request: its msg_id (the
 parent of everything it publishes), its shell, whether its client takes input

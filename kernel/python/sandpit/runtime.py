@@ -1,20 +1,28 @@
-"""The worker's request loop: one request in, events and one reply out.
+"""Layer 5, runtime: the worker's main, from its first frame to its last.
 
-A reader thread takes every frame from the supervisor and routes it: requests
-of the main shell to the main thread (which runs cells, so that SIGINT raises
-KeyboardInterrupt in them), requests of a subshell to that subshell's thread,
-input replies to the thread waiting for one, interrupt notes to the request
-they name. Each handling thread answers each request with exactly one
-"reply" frame, whatever happens in between: an exception in the user's code
-becomes an error reply, an exception in this runtime becomes an error reply
-that says so (and a line in the kernel log), a KeyboardInterrupt that
-arrives between requests is dropped.
+kernel/pyrt.c imports this module and calls prepare_lock(), before the
+sandbox is locked, then serve(), which returns when the supervisor closes the
+link. The path of one request, as a reader would follow it:
 
-A cell runs in the one __main__ namespace, kept for the worker's life and
-shared by the subshells. It is parsed once; every statement but a trailing
-expression is executed as a module, and the trailing expression is compiled
-in "single" mode so that its value goes through sys.displayhook, which
-publishes execute_result. Top-level await works as in IPython.
+    serve()            says hello, starts the reader thread
+    _read_link()       link.recv(): one frame from the supervisor, parsed
+    _route()           a request becomes a request.Request, queued for its
+                       shell: the main thread for the main shell (it runs
+                       cells, so that SIGINT raises KeyboardInterrupt in them),
+                       a thread of its own for each subshell; input replies
+                       and interrupt notes go to the Request they name
+    handle()           makes the Request current in its thread, calls
+                       handlers.HANDLERS[msg_type] and sends its one reply
+                       (link.reply), whatever happens in between
+
+A runtime failure becomes an error reply that says so, and a line in the
+kernel's log; a KeyboardInterrupt that arrives between requests is dropped.
+
+prepare_lock() sets up the user's world (streams, display(), get_ipython(),
+comms, the import hooks, the audit hook) and wires the callbacks by which a
+lower layer calls a higher one: execution's results go to display, display
+formats matplotlib's figures with sandpit.figures. See the package's
+docstring for the layers.
 """
 
 import builtins
@@ -25,10 +33,15 @@ import sys
 import threading
 import traceback
 
+from . import comms
 from . import display
 from . import execution
+from . import guard
+from . import handlers
+from . import import_hooks
 from . import link
 from . import request
+from . import shell
 from . import streams
 
 user_ns = execution.user_ns
@@ -188,7 +201,7 @@ def handle(req):
     try:
         if threading.current_thread() is threading.main_thread():
             link.set_default_tag(req.msg_id)
-        handler = HANDLERS.get(req.msg_type)
+        handler = handlers.HANDLERS.get(req.msg_type)
         if handler is None:
             content = {"status": "error", "ename": "NotImplementedError",
                        "evalue": "the worker does not handle %s" % req.msg_type,
@@ -220,189 +233,19 @@ def _reply(req, content, metadata=None):
     link.send(link.reply(req.shell, content, metadata))
 
 
-# --- execute -----------------------------------------------------------------------
-
-
-def execute(req):
-    content = req.content
-    code = content.get("code", "")
-    if not isinstance(code, str):
-        code = ""
-    count = req.execution_count
-    silent = req.silent
-    store_history = req.store_history
-    link.output_begin(req.max_output)
-    if store_history:
-        execution.record_input(count, code)
-    filename = execution.cell_filename(count)
-    execution.register_source(filename, code)
-    reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
-    events = _events()
-    info = None
-    if events is not None:
-        info = _ExecutionInfo(code, store_history, silent, req.metadata.get("cellId"))
-        events.trigger("pre_execute")
-        if not silent:
-            events.trigger("pre_run_cell", info)
-    error = None
-    try:
-        from . import inputs
-        source = inputs.transform_cell(code)
-        if source.strip():
-            execution.run_code(source, filename, count, silent, store_history)
-        link.flush()
-    except BaseException as e:
-        exc = e
-        if isinstance(e, (KeyboardInterrupt, TimeoutError)):
-            # The supervisor's note says which it is: it comes before the signal.
-            note = req.note(wait=0.2 if isinstance(e, KeyboardInterrupt) else 0)
-            if note is not None and note["reason"] == "timeout":
-                limit = note.get("limit") or req.timeout
-                exc = TimeoutError("cell exceeded its time limit of %g s" % limit)
-                exc.__traceback__ = e.__traceback__
-            elif note is not None and type(e) is TimeoutError:
-                exc = KeyboardInterrupt()
-                exc.__traceback__ = e.__traceback__
-        link.flush()
-        error = exc
-        from . import tracebacks
-        err = tracebacks.error_content(exc)
-        if not silent:
-            request.publish("error", err)
-        reply.update(status="error", **err)
-        if isinstance(e, SystemExit):
-            link.log("info", "the cell raised SystemExit; the worker carries on")
-    try:
-        from . import figures
-        figures.show_open_figures()
-    except (Exception, KeyboardInterrupt) as e:
-        link.log("warning", "could not show the cell's figures: %r" % (e,))
-    if events is not None:
-        try:
-            events.trigger("post_execute")
-            if not silent:
-                from . import shell
-                result = shell.ExecutionResult(error=error)
-                result.info = info
-                events.trigger("post_run_cell", result)
-        except (Exception, KeyboardInterrupt) as e:
-            link.log("warning", "a post-cell callback failed: %r" % (e,))
-    if reply["status"] == "ok":
-        reply["user_expressions"] = user_expressions(content.get("user_expressions") or {})
-    reply["payload"] = list(req.payloads)
-    # The exception holds the cell's frames (and whatever they hold, maybe the
-    # list that ran out of memory): drop it now, not at some later collection.
-    exc = error = e = None  # noqa: F841
-    dropped = link.output_end(req.max_output)
-    if dropped:
-        reply["sandpit_dropped"] = dropped
-    return reply
-
-
-class _ExecutionInfo:
-    """What IPython passes to pre_run_cell callbacks."""
-
-    def __init__(self, raw_cell, store_history, silent, cell_id):
-        self.raw_cell = raw_cell
-        self.store_history = store_history
-        self.silent = silent
-        self.shell_futures = True
-        self.cell_id = cell_id
-
-
-def _events():
-    """The shell's event manager, when some callback is registered."""
-    shell = sys.modules.get("sandpit.shell")
-    sh = shell.get_ipython() if shell is not None else None
-    events = getattr(sh, "events", None)
-    if events is None or not any(events.callbacks.values()):
-        return None
-    return events
-
-
-def user_expressions(exprs):
-    from . import display
-    results = {}
-    for name, expr in exprs.items():
-        try:
-            value = eval(compile(str(expr), "<user_expression>", "eval"), user_ns)
-            data, metadata = display.format_object(value)
-            results[name] = {"status": "ok", "data": data, "metadata": metadata}
-        except BaseException as e:
-            from . import tracebacks
-            results[name] = {"status": "error", **tracebacks.error_content(e)}
-    return results
-
-
-# --- other requests ---------------------------------------------------------------
-
-
-def _code_and_cursor(req):
-    code, cursor = req.content.get("code", ""), req.content.get("cursor_pos")
-    if not isinstance(code, str):
-        code = ""
-    if not isinstance(cursor, int) or isinstance(cursor, bool):
-        cursor = len(code)
-    return code, cursor
-
-
-def is_complete(req):
-    from . import inputs
-    status, indent = inputs.check_complete(_code_and_cursor(req)[0])
-    content = {"status": status}
-    if status == "incomplete":
-        content["indent"] = indent
-    return content
-
-
-def complete(req):
-    code, cursor = _code_and_cursor(req)
-    try:
-        from . import completion
-        return completion.complete(code, cursor, user_ns)
-    except Exception as e:
-        link.log("warning", "completion failed: %r" % (e,))
-        return {"status": "ok", "matches": [], "cursor_start": cursor, "cursor_end": cursor,
-                "metadata": {}}
-
-
-def inspect(req):
-    code, cursor = _code_and_cursor(req)
-    detail = req.content.get("detail_level", 0)
-    detail = int(detail) if isinstance(detail, (int, float)) else 0
-    try:
-        from . import inspection
-        return inspection.inspect(code, cursor, detail, user_ns)
-    except Exception as e:
-        link.log("warning", "inspection failed: %r" % (e,))
-        return {"status": "ok", "found": False, "data": {}, "metadata": {}}
-
-
-def _comm(req):
-    from . import comms
-    if req.msg_type == "comm_info_request":
-        return comms.comm_info(req)
-    return comms.handle(req)
-
-
-HANDLERS = {
-    "execute_request": execute,
-    "is_complete_request": is_complete,
-    "complete_request": complete,
-    "inspect_request": inspect,
-    "comm_info_request": _comm,
-    "comm_open": _comm,
-    "comm_msg": _comm,
-    "comm_close": _comm,
-}
-
-
 # --- start-up ----------------------------------------------------------------------
 
 
-# Modules of this package with an install(user_ns) that sets up the user's
-# world before the first cell (display(), get_ipython(), ...), in this order.
-INSTALLERS = ["display", "comms", "shell", "guard"]
+# What sets up the user's world before the first cell, in this order: display(),
+# comms, get_ipython(), the hooks that adapt IPython, ipykernel, pandas and
+# matplotlib as they are imported, the audit hook that explains the sandbox.
+INSTALLERS = [display.install, comms.install, shell.install, import_hooks.install,
+              guard.install]
+
+
+def _figure_formatters(fig):
+    from . import figures
+    return figures.formatters(fig)
 
 
 def prepare_lock():
@@ -421,18 +264,15 @@ def prepare_lock():
         sys.path.insert(0, "")
     streams.install()
     request.inherit_into_threads()
-    import importlib
-    for name in INSTALLERS:
+    execution.on_result(display.publish_result)
+    display.register_formatters("matplotlib.figure", "Figure", _figure_formatters)
+    for install in INSTALLERS:
         # One part failing to set up must not take the others with it.
         try:
-            importlib.import_module("sandpit." + name).install(user_ns)
-        except ModuleNotFoundError as e:
-            if e.name != "sandpit." + name:
-                link.log("error", "cannot set up sandpit.%s: %r" % (name, e))
+            install(user_ns)
         except Exception as e:
-            link.log("error", "cannot set up sandpit.%s: %s" % (name, "".join(
+            link.log("error", "cannot set up %s: %s" % (install.__module__, "".join(
                 traceback.format_exception(type(e), e, e.__traceback__))))
     # What the installers left in _, __ and ___ is ours, not the user's.
     execution.install(user_ns)
-    execution.on_result(display.publish_result)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -1,4 +1,4 @@
-"""get_ipython(): the part of IPython's InteractiveShell that notebooks use.
+"""Layer 4, shell: get_ipython(), the part of IPython's shell that notebooks use.
 
 Exported notebooks call get_ipython().run_line_magic('matplotlib', 'inline');
 cells with %magics are translated to such calls by inputs.transform_cell();
@@ -27,6 +27,13 @@ _shell = None
 def get_ipython():
     """The running shell, as IPython's get_ipython() returns it."""
     return _shell
+
+
+def find_magic(name, cell=False):
+    """The function of a line (or cell) magic, or None. sandpit.magics is
+    loaded on first use: a session that uses no magic does not pay for it."""
+    from . import magics
+    return magics.find(name, cell)
 
 
 class DisplayPublisher:
@@ -247,12 +254,10 @@ class SandpitShell:
         return self.run_line_magic(name, line)
 
     def find_line_magic(self, name):
-        from . import magics
-        return magics.find(name)
+        return find_magic(name)
 
     def find_cell_magic(self, name):
-        from . import magics
-        return magics.find(name, cell=True)
+        return find_magic(name, cell=True)
 
     def find_magic(self, name, magic_kind="line"):
         return self.find_cell_magic(name) if magic_kind == "cell" else \
@@ -333,7 +338,7 @@ class SandpitShell:
 
     def object_inspect_text(self, oname, detail_level=0):
         from . import inspection
-        found = inspection.find_object(oname, self.user_ns)
+        found = inspection.find_object(oname, self.user_ns, find_magic)
         if not found.get("found"):
             raise KeyError(oname)
         return inspection.info_text(found["obj"], oname, detail_level, found["namespace"],

@@ -1,4 +1,4 @@
-"""Layer 1, the streams: sys.stdout and sys.stderr of the worker, input() and getpass().
+"""Layer 1, streams: the worker's sys.stdout and sys.stderr, input() and getpass().
 
 The streams hand their text to the worker's output pump (kernel/pump.c)
 through the link: a copy into memory, no system call. The pump's thread

@@ -1,4 +1,4 @@
-"""Layer 2, tracebacks: an exception as the client shows it, as IPython formats it.
+"""Layer 2, tracebacks: an exception as the client shows it, as IPython lays it out.
 
 error_content(exc) is the ename, evalue and traceback of an error message or
 reply: the class name (ZeroDivisionError, never str(type(exc))), the message,
