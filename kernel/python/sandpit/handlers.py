@@ -21,6 +21,9 @@ from . import execution
 from . import link
 from . import request
 from . import shell
+# Loaded at start-up, not at the first error: an error may be a MemoryError,
+# and reporting it must not need memory for compiling a module.
+from . import tracebacks
 
 user_ns = execution.user_ns
 
@@ -36,7 +39,7 @@ def execute(req):
     count = req.execution_count
     silent = req.silent
     store_history = req.store_history
-    link.output_begin(req.max_output)
+    link.output_begin(req.max_output)  # the output pump's cap, for this cell
     if store_history:
         execution.record_input(count, code)
     filename = execution.cell_filename(count)
@@ -70,7 +73,6 @@ def execute(req):
                 exc.__traceback__ = e.__traceback__
         link.flush()
         error = exc
-        from . import tracebacks
         err = tracebacks.error_content(exc)
         if not silent:
             request.publish("error", err)
@@ -97,7 +99,7 @@ def execute(req):
     # The exception holds the cell's frames (and whatever they hold, maybe the
     # list that ran out of memory): drop it now, not at some later collection.
     exc = error = e = None  # noqa: F841
-    dropped = link.output_end(req.max_output)
+    dropped = link.output_end(req.max_output)  # what the pump dropped past the cap
     if dropped:
         reply["sandpit_dropped"] = dropped
     return reply
@@ -124,13 +126,12 @@ def _events():
 
 def user_expressions(exprs):
     results = {}
-    for name, expr in exprs.items():
+    for name, expr in (exprs.items() if isinstance(exprs, dict) else ()):
         try:
             value = eval(compile(str(expr), "<user_expression>", "eval"), user_ns)
             data, metadata = display.format_object(value)
             results[name] = {"status": "ok", "data": data, "metadata": metadata}
         except BaseException as e:
-            from . import tracebacks
             results[name] = {"status": "error", **tracebacks.error_content(e)}
     return results
 

@@ -43,6 +43,7 @@ from . import link
 from . import request
 from . import shell
 from . import streams
+from . import tracebacks
 
 user_ns = execution.user_ns
 
@@ -216,7 +217,6 @@ def handle(req):
             # a result too large for the link), the request gets its one reply.
             why = "unknown"
             if sys.exc_info()[0] is not None:
-                from . import tracebacks
                 why = "%s: %s" % (sys.exc_info()[0].__name__,
                                   tracebacks.safe_str(sys.exc_info()[1]))
             try:
