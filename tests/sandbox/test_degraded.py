@@ -56,6 +56,8 @@ def test_kernel_on_a_machine_without_landlock_and_namespaces(jupyter_dir, tmp_pa
     name, launcher = degraded_spec(jupyter_dir, tmp_path)
     k = start(name, cwd=str(tmp_path))
     try:
+        # The report comes with the worker's hello; a cell's reply means it has come.
+        assert k.run("print('ready')") == "ready\n"
         layers = {layer["name"]: layer
                   for layer in k.request("kernel_info")["content"]["sandpit"]["layers"]}
         assert set(layers) == set(LAYERS)
