@@ -70,8 +70,16 @@ def test_the_current_request_is_per_thread_and_ends_with_its_reply():
     assert seen == {"before": None, "during": "sub", "after": None}
 
 
-def test_a_thread_started_by_a_cell_belongs_to_that_cell():
+@pytest.fixture
+def inheriting(monkeypatch):
+    """Threads inherit their starter's context, as in the worker, for one test."""
+    monkeypatch.setattr(threading.Thread, "start", threading.Thread.start)
+    monkeypatch.setattr(threading.Thread, "_bootstrap_inner",
+                        threading.Thread._bootstrap_inner)
     request.inherit_into_threads()
+
+
+def test_a_thread_started_by_a_cell_belongs_to_that_cell(inheriting):
     cell = make("cell")
     token = request.begin(cell)
     seen = queue.Queue()

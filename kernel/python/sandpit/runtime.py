@@ -94,12 +94,12 @@ def _read_link():
             kind, frame, buffers = link.recv()
         except EOFError:
             break
-        except link.FrameError as e:
-            link.log("error", "unreadable frame from the supervisor: %s" % (e,))
-            continue
         except OSError as e:
             link.log("error", "the link to the supervisor failed: %s" % (e,))
             break
+        except Exception as e:  # a FrameError, or no memory to read it: the next one
+            link.log("error", "unreadable frame from the supervisor: %r" % (e,))
+            continue
         try:
             _route(kind, frame, buffers)
         except Exception as e:
