@@ -32,6 +32,7 @@ class Kernel:
     def __init__(self, km, kc):
         self.km, self.kc = km, kc
         self._held = []  # iopub messages read while waiting for another request's
+        self._held_replies = []  # shell replies read while waiting for another's
 
     def next_iopub(self, msg_id, timeout=TIMEOUT):
         """The next iopub message parented to msg_id; others are kept for later."""
@@ -66,11 +67,18 @@ class Kernel:
         return reply, self.iopub_until_idle(msg_id, timeout)
 
     def shell_reply(self, msg_id, timeout=TIMEOUT):
+        """The reply to msg_id; replies to other requests are kept for later
+        (requests of two shells may finish in either order)."""
+        for i, m in enumerate(self._held_replies):
+            if m["parent_header"].get("msg_id") == msg_id:
+                return self._held_replies.pop(i)
         deadline = time.monotonic() + timeout
         while True:
             msg = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg
+            if len(self._held_replies) < 1000:
+                self._held_replies.append(msg)
 
     def iopub_until_idle(self, msg_id, timeout=TIMEOUT, keep_status=False):
         deadline = time.monotonic() + timeout

@@ -165,3 +165,97 @@ def test_a_subshell_cell_over_its_time_limit_ends_with_timeout_error(kernel_with
     assert [e["ename"] for e in errors] == ["TimeoutError"]
     assert "time limit of 1 s" in errors[0]["evalue"]
     assert k.run("print('the kernel goes on')") == "the kernel goes on\n"
+
+
+# --- state that belongs to a request or a shell, not to the worker ------------------------
+
+
+def test_a_subshell_request_does_not_take_input_away_from_the_main_shell(fresh_kernel):
+    """allow_stdin belongs to the request: a subshell's request whose client
+    takes no input, run while a main-shell cell waits in input(), leaves that
+    cell free to ask again."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    main_id = k.kc.execute("first = input('first? ')\nsecond = input('second? ')\n"
+                           "print(first, second)", allow_stdin=True)
+    assert k.kc.get_stdin_msg(timeout=10)["content"]["prompt"] == "first? "
+    sub_id = execute_in(k, sid, "print('the subshell ran')")  # allow_stdin false
+    assert k.shell_reply(sub_id)["content"]["status"] == "ok"
+    assert stdout_of(k.iopub_until_idle(sub_id)) == "the subshell ran\n"
+    k.kc.input("one")
+    asked = k.kc.get_stdin_msg(timeout=10)
+    assert asked["content"]["prompt"] == "second? "
+    assert asked["parent_header"]["msg_id"] == main_id
+    k.kc.input("two")
+    reply = k.shell_reply(main_id)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert stdout_of(k.iopub_until_idle(main_id)) == "one two\n"
+    # the subshell's own requests are still refused input, as their client asked
+    refused = k.shell_reply(execute_in(k, sid, "input('x')"))
+    assert refused["content"]["ename"] == "StdinNotImplementedError"
+
+
+def test_capture_in_one_shell_leaves_another_shells_output_alone(fresh_kernel):
+    """%%capture takes what its own cell writes and displays, not what a
+    subshell's cell writes meanwhile."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    k.run("import threading\ninside, release = threading.Event(), threading.Event()")
+    main_id = k.kc.execute("%%capture cap\nprint('captured')\ndisplay('captured too')\n"
+                           "inside.set()\nreleased = release.wait(30)")
+    sub_id = execute_in(k, sid, "inside.wait(30)\nprint('from the subshell')\n"
+                                "display('shown by the subshell')\nrelease.set()")
+    assert k.shell_reply(sub_id)["content"]["status"] == "ok"
+    sub_out = k.iopub_until_idle(sub_id)
+    assert stdout_of(sub_out) == "from the subshell\n"
+    assert [m["content"]["data"]["text/plain"] for m in sub_out
+            if m["msg_type"] == "display_data"] == ["'shown by the subshell'"]
+    assert k.shell_reply(main_id)["content"]["status"] == "ok"
+    assert k.iopub_until_idle(main_id) == []
+    assert k.value("(cap.stdout, [o.data['text/plain'] for o in cap.outputs])") == \
+        "('captured\\n', [\"'captured too'\"])"
+    assert k.run("print('after')") == "after\n"
+
+
+def test_top_level_await_in_a_subshell_while_the_main_shell_awaits(fresh_kernel):
+    """Each shell runs its cells' coroutines on an event loop of its own."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    k.run("import asyncio, threading\nstarted, release = threading.Event(), threading.Event()\n"
+          "def hold():\n"
+          "    started.set()\n"
+          "    return release.wait(30)")
+    # started is set while the main shell's loop runs its cell
+    main_id = k.kc.execute("await asyncio.get_running_loop().run_in_executor(None, hold)\n"
+                           "'main awaited'")
+    sub_id = execute_in(k, sid, "started.wait(30)\nawait asyncio.sleep(0)\nrelease.set()\n"
+                                "print('the subshell awaited')")
+    sub = k.shell_reply(sub_id)
+    assert sub["content"]["status"] == "ok", sub["content"]
+    assert stdout_of(k.iopub_until_idle(sub_id)) == "the subshell awaited\n"
+    main = k.shell_reply(main_id)
+    assert main["content"]["status"] == "ok", main["content"]
+    results = [m for m in k.iopub_until_idle(main_id) if m["msg_type"] == "execute_result"]
+    assert [r["content"]["data"]["text/plain"] for r in results] == ["'main awaited'"]
+
+
+def test_a_result_is_numbered_by_its_own_cell(fresh_kernel):
+    """The value of a cell's last expression is shown with that cell's count,
+    even while a subshell's cell runs."""
+    k = fresh_kernel
+    sid = control(k, "create_subshell_request")["content"]["subshell_id"]
+    k.run("import threading\ninside, release, finish = (threading.Event(), "
+          "threading.Event(), threading.Event())")
+    main_id = k.kc.execute("inside.set()\nrelease.wait(30)\n'main result'")
+    sub_id = execute_in(k, sid, "inside.wait(30)\nrelease.set()\nfinish.wait(30)\n"
+                                "'subshell result'")
+    main = k.shell_reply(main_id)
+    results = [m for m in k.iopub_until_idle(main_id) if m["msg_type"] == "execute_result"]
+    assert [r["content"]["execution_count"] for r in results] == \
+        [main["content"]["execution_count"]]
+    k.run("finish.set()")
+    sub = k.shell_reply(sub_id)
+    results = [m for m in k.iopub_until_idle(sub_id) if m["msg_type"] == "execute_result"]
+    assert [r["content"]["execution_count"] for r in results] == \
+        [sub["content"]["execution_count"]]
+    assert k.value("Out[%d]" % main["content"]["execution_count"]) == "'main result'"

@@ -1,5 +1,5 @@
-"""%autoreload and %aimport: modules of the workspace reloaded before each
-cell, as IPython's autoreload extension does.
+"""Layer 4, autoreload: %autoreload and %aimport, modules of the workspace
+reloaded before each cell, as IPython's autoreload extension does.
 
 With %autoreload 2, a module whose source file in the workspace has changed
 since it was loaded is reloaded before the next cell runs; its old functions

@@ -1,5 +1,7 @@
-"""Comms: the kernel's end of the channels that widgets and front-end
-extensions open (comm_open, comm_msg, comm_close, comm_info_request).
+"""Layer 4, comms: the kernel's end of the channels widgets and extensions open.
+
+The channels are opened and used with comm_open, comm_msg and comm_close,
+and listed with comm_info_request.
 
 The `comm` package (Debian python3-comm) is how current libraries reach a
 kernel that is not ipykernel: they call comm.create_comm() and
@@ -21,11 +23,12 @@ import sys
 import traceback
 import uuid
 
-from . import _kernel
+from . import link
+from . import request
 
 try:
     from comm.base_comm import BaseComm as _Base, CommManager as _BaseManager
-except ImportError:  # the comm package is optional
+except Exception:  # the comm package is optional (and may be broken: comms still work)
     _Base, _BaseManager = object, object
 
 
@@ -76,7 +79,7 @@ class CommManager(_BaseManager):
             except Exception:
                 _report("the comm target %r failed to open a comm" % (target_name,))
         else:
-            _kernel.log("warning", "no comm target %r: closing the comm" % (target_name,))
+            link.log("warning", "no comm target %r: closing the comm" % (target_name,))
         comm.close()
 
     def _widget_target(self, target_name):
@@ -143,8 +146,8 @@ class Comm(_Base):
 
     def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
         content = dict(data={} if data is None else data, comm_id=self.comm_id, **keys)
-        _kernel.publish(msg_type, content, metadata or {}, [bytes(memoryview(b))
-                                                              for b in buffers or ()])
+        request.publish(msg_type, content, metadata or {}, [bytes(memoryview(b))
+                                                             for b in buffers or ()])
 
     def open(self, data=None, metadata=None, buffers=None):
         manager.register_comm(self)
@@ -188,25 +191,25 @@ class Comm(_Base):
             self._close_callback(msg)
 
 
-# --- requests from the runtime ------------------------------------------------------
+# --- requests from the client (sandpit.handlers) -----------------------------------
 
 
-def _as_msg(req, buffers):
-    return {"header": req.get("header", {}), "parent_header": {},
-            "metadata": req.get("metadata", {}), "content": req.get("content", {}),
-            "msg_type": req.get("msg_type"), "msg_id": req.get("header", {}).get("msg_id"),
-            "buffers": [memoryview(b) for b in buffers]}
+def _as_msg(req):
+    return {"header": req.header, "parent_header": {}, "metadata": req.metadata,
+            "content": req.content, "msg_type": req.msg_type, "msg_id": req.msg_id,
+            "buffers": [memoryview(b) for b in req.buffers]}
 
 
-def handle(req, buffers):
-    """comm_open, comm_msg and comm_close from the front end (no reply is sent)."""
-    handler = getattr(manager, req["msg_type"])
-    handler(None, None, _as_msg(req, buffers))
+def handle(req):
+    """comm_open, comm_msg and comm_close from the front end (a sandpit.request
+    Request; no reply goes to the client)."""
+    handler = getattr(manager, req.msg_type)
+    handler(None, None, _as_msg(req))
     return {"status": "ok"}
 
 
-def comm_info(req, buffers):
-    target = req.get("content", {}).get("target_name")
+def comm_info(req):
+    target = req.content.get("target_name")
     comms = {cid: {"target_name": c.target_name} for cid, c in manager.comms.items()
              if not target or c.target_name == target}
     return {"status": "ok", "comms": comms}

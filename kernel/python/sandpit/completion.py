@@ -1,4 +1,4 @@
-"""Completions at the cursor: the content of a complete_reply.
+"""Layer 4, completion: what may be typed at the cursor, for complete_request.
 
 complete(code, cursor_pos, user_ns) decides first what is being typed, from
 the cell up to the cursor (inputs.Lexer follows its strings and brackets):
@@ -28,8 +28,8 @@ import re
 import sys
 import time
 
-from . import _kernel
 from . import inputs
+from . import link
 
 TYPES_KEY = "_jupyter_types_experimental"
 TYPE_BUDGET = 0.4
@@ -47,7 +47,7 @@ def _get_jedi():
             _configure_jedi(jedi)
             _jedi = jedi
         except Exception as e:  # not installed, or broken: complete without it
-            _kernel.log("info", "completion without jedi: %r" % (e,))
+            link.log("info", "completion without jedi: %r" % (e,))
     return _jedi
 
 
@@ -367,7 +367,7 @@ def _python(ctx, user_ns, blank=0):
         try:
             matches, start = _jedi_matches(jedi, ctx, user_ns, blank)
         except Exception as e:
-            _kernel.log("warning", "jedi could not complete: %r" % (e,))
+            link.log("warning", "jedi could not complete: %r" % (e,))
             matches = []
     if not matches:
         matches, start = _plain_matches(ctx, user_ns, blank)

@@ -1,4 +1,4 @@
-"""Rich output: MIME bundles, display(), and the objects that display well.
+"""Layer 3, display: MIME bundles, display(), and the objects that display well.
 
 What a notebook shows of an object is its MIME bundle, {mime: data} plus
 {mime: metadata}, built the way IPython's DisplayFormatter builds it, so that
@@ -21,7 +21,7 @@ out with a FormatterWarning, as in IPython. NotImplementedError means "not
 this format" and is silent.
 
 display() publishes display_data (or update_display_data), clear_output()
-publishes clear_output; both flush stdout and stderr first (sandpit._kernel),
+publishes clear_output; both flush stdout and stderr first (sandpit.request),
 so output keeps the order in which the cell produced it. display() is a
 builtin in every cell; IPython.display's functions are routed here when
 IPython is installed (sandpit.import_hooks). Without IPython, this module
@@ -38,7 +38,7 @@ import traceback
 import types
 import warnings
 
-from . import _kernel
+from . import request
 
 __all__ = ["display", "update_display", "clear_output", "publish_display_data",
            "DisplayHandle", "format_object", "DisplayObject", "TextDisplayObject", "HTML",
@@ -106,6 +106,15 @@ def format_result(value):
     if _ipython_display(value):
         return {}, {}
     return format_object(value)
+
+
+def publish_result(value, count):
+    """Publishes the value of cell count's last expression as execute_result
+    (nothing when it displayed itself, as a widget does)."""
+    data, metadata = format_result(value)
+    if data:
+        request.publish("execute_result",
+                        {"execution_count": count, "data": data, "metadata": metadata})
 
 
 def _wanted(mime, include, exclude):
@@ -209,13 +218,26 @@ def _report_failure(what, exc):
                      % (what[0].upper() + what[1:], "".join(te.format())))
 
 
+# (module, class name) -> fn(obj) giving {mime: formatter}: formatters for the
+# classes of libraries that layers above this one know (a matplotlib Figure).
+_registered = {}
+
+
+def register_formatters(module, name, fn):
+    """Formats the instances of module.name (and its subclasses) with the
+    formatters fn(obj) returns, {mime: callable}, in place of their _repr_*_
+    methods. The module is never imported to check: an object of a module
+    that is not loaded cannot exist."""
+    _registered[(module, name)] = fn
+
+
 def _type_formatters(obj):
     """Formatters for types that lack the _repr_*_ methods we want, found by
     their class and module so that nothing is imported to check."""
-    figure = sys.modules.get("matplotlib.figure")
-    if figure is not None and isinstance(obj, figure.Figure):
-        from . import figures
-        return figures.formatters(obj)
+    for (module, name), fn in _registered.items():
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(obj, cls):
+            return fn(obj)
     for cls in type(obj).__mro__:
         if cls.__name__ == "Series" and cls.__module__ == "pandas.core.series":
             return {"text/html": lambda: _series_html(obj)}
@@ -260,7 +282,7 @@ def publish_display_data(data, metadata=None, source=None, *, transient=None, up
             raise TypeError("MIME type keys must be strings, got: %r" % (key,))
     content = {"data": {k: _encode(k, v) for k, v in data.items()},
                "metadata": metadata or {}, "transient": transient or {}}
-    _kernel.publish("update_display_data" if update else "display_data", content)
+    request.publish("update_display_data" if update else "display_data", content)
 
 
 def _new_id():
@@ -325,7 +347,7 @@ def update_display(obj, *, display_id, **kwargs):
 
 def clear_output(wait=False):
     """Clears the output of the cell; with wait=True, only once new output arrives."""
-    _kernel.publish("clear_output", {"wait": bool(wait)})
+    request.publish("clear_output", {"wait": bool(wait)})
 
 
 class DisplayHandle:
@@ -659,7 +681,6 @@ def _html_attr(value):
 
 
 def install(user_ns):
-    """Makes display() a builtin and routes IPython's display functions here."""
+    """Makes display() a builtin (sandpit.import_hooks routes IPython's
+    display functions here)."""
     builtins.display = display
-    from . import import_hooks
-    import_hooks.install()

@@ -1,12 +1,14 @@
-"""matplotlib figures as display_data: how a figure is rendered, plt.show(),
-and the figures still open when a cell ends.
+"""Layer 3, figures: matplotlib figures as display_data.
+
+How a figure is rendered, plt.show(), and the figures still open when a cell
+ends.
 
 The worker sets MPLBACKEND=module://sandpit.mpl_backend, so pyplot draws with
 Agg into memory (no display server, no window) and this module publishes
 what it draws, as ipykernel's inline backend does:
 
 - plt.show() publishes every open figure, then closes them all; so does the
-  end of a cell (runtime.execute calls show_open_figures()) when pyplot is in
+  end of a cell (handlers.execute calls show_open_figures()) when pyplot is in
   interactive mode, which sandpit turns on as IPython does (apply_rc);
 - a figure is image/png (base64, bbox_inches="tight", with its width and
   height in the metadata) and text/plain; with the figure format "retina",
@@ -29,7 +31,7 @@ import os
 import sys
 import weakref
 
-from . import _kernel
+from . import link
 
 BACKEND = "module://sandpit.mpl_backend"
 FIGURE_FORMATS = ("png", "retina", "svg")
@@ -45,7 +47,7 @@ def settings():
     if _settings is None:
         fmt = os.environ.get("SANDPIT_FIGURE_FORMAT", "").strip().lower() or "png"
         if fmt not in FIGURE_FORMATS:
-            _kernel.log("warning", "unknown figure format %r: using png" % (fmt,))
+            link.log("warning", "unknown figure format %r: using png" % (fmt,))
             fmt = "png"
         dpi = None
         raw = os.environ.get("SANDPIT_DPI", "").strip()
@@ -55,7 +57,7 @@ def settings():
                 if not 10 <= dpi <= 1200:
                     raise ValueError(raw)
             except ValueError:
-                _kernel.log("warning", "ignoring a dpi of %r" % (raw,))
+                link.log("warning", "ignoring a dpi of %r" % (raw,))
                 dpi = None
         _settings = {"format": fmt, "dpi": dpi}
     return _settings
@@ -197,8 +199,9 @@ def _ours_active(mpl):
 
 def show_open_figures():
     """At the end of every cell: publishes the figures left open, once each,
-    and closes them. Costs a dict look-up when matplotlib is not in use."""
-    if "sandpit.mpl_backend" not in sys.modules:
+    and closes them. Costs a dict look-up when pyplot, which keeps the open
+    figures, is not in use."""
+    if "matplotlib.pyplot" not in sys.modules:
         return
     mpl = sys.modules.get("matplotlib")
     if mpl is None or not _ours_active(mpl) or not mpl.is_interactive():

@@ -1,4 +1,4 @@
-"""Clear words for what the sandbox refuses.
+"""Layer 2, guard: clear words for what the sandbox refuses.
 
 The sandbox itself is enforced by the Linux kernel on the worker process
 (sandbox/: seccomp, Landlock, namespaces, rlimits): nothing here is a

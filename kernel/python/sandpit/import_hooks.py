@@ -1,6 +1,7 @@
-"""Adjustments made to a few libraries as they are imported: IPython's
-display functions and get_ipython(), ipykernel's Comm, pandas' notebook
-defaults, matplotlib's interactive mode.
+"""Layer 4, import hooks: a few libraries adjusted as they are imported.
+
+IPython's display functions and get_ipython(), ipykernel's Comm, pandas'
+notebook defaults, matplotlib's interactive mode.
 
 sandpit imports none of these libraries itself (a cell that does not use
 them does not pay for them), yet each needs a word as soon as it is loaded:
@@ -100,8 +101,8 @@ def _patch(patch, module):
     try:
         patch(module)
     except Exception as e:  # a library version we do not know: leave it as it is
-        from . import _kernel
-        _kernel.log("warning", "could not adapt %s: %r" % (module.__name__, e))
+        from . import link
+        link.log("warning", "could not adapt %s: %r" % (module.__name__, e))
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -143,7 +144,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install():
+def install(user_ns=None):
     """Puts the finder first on sys.meta_path (once) and adjusts the modules
     that are already imported."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):

@@ -1,4 +1,4 @@
-"""Reading cells: IPython's syntax translated to Python, and whether a cell is complete.
+"""Layer 4, inputs: IPython's syntax translated to Python; is a cell complete?
 
 transform_cell() turns the IPython syntax that notebooks are full of into
 plain Python calls on get_ipython(), as IPython's input transformers do:

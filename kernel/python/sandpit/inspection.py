@@ -1,4 +1,4 @@
-"""What an object is: inspect_request, obj? and obj?? pages, and help().
+"""Layer 4, inspection: what an object is, for inspect_request, obj?, obj?? and help().
 
 The text is IPython's (IPython.core.oinspect, which ipykernel answers
 inspect_request with): the same fields in the same order ("Signature:",
@@ -26,7 +26,8 @@ import re
 import sys
 import types
 
-from . import _kernel
+from . import execution
+from . import request
 
 HEAD, NORMAL = "\x1b[0;31m", "\x1b[0m"
 STRING_MAX = 200
@@ -59,12 +60,14 @@ def _getattr_static_first(obj, attr):
     return getattr(obj, attr)
 
 
-def find_object(oname, user_ns):
+def find_object(oname, user_ns, find_magic=None):
     """Looks oname up as IPython's _ofind does. Returns a dict with found, obj,
-    namespace ("Interactive", "Python builtin" or "Magic") and ismagic."""
+    namespace ("Interactive", "Python builtin" or "Magic") and ismagic.
+    find_magic(name, cell) gives the function of a magic, or None (the
+    caller passes it: the magics are a layer above this module)."""
     oname = oname.strip()
     if oname.startswith("%"):
-        return _find_magic(oname.lstrip("%"), cell=oname.startswith("%%"))
+        return _find_magic(oname.lstrip("%"), oname.startswith("%%"), find_magic)
     if not _is_dotted_name(oname):
         if oname in ("''", '""', "[]", "{}", "()"):
             return {"found": True, "obj": eval(oname), "namespace": "Interactive",
@@ -83,18 +86,16 @@ def find_object(oname, user_ns):
             break
         return {"found": True, "obj": obj, "namespace": nsname, "ismagic": False}
     if not rest:
-        return _find_magic(head, cell=False)
+        return _find_magic(head, False, find_magic)
     return {"found": False}
 
 
-def _find_magic(name, cell):
-    try:
-        from . import magics
-    except Exception:
+def _find_magic(name, cell, find_magic):
+    if find_magic is None:
         return {"found": False}
-    fn = magics.find(name, cell=cell)
+    fn = find_magic(name, cell)
     if fn is None and not cell:
-        fn = magics.find(name, cell=True)
+        fn = find_magic(name, True)
     if fn is None:
         return {"found": False}
     return {"found": True, "obj": fn, "namespace": "Magic", "ismagic": True}
@@ -184,8 +185,7 @@ def find_file(obj):
             continue
     if fname is None:
         return None
-    from . import runtime
-    label = runtime.cell_label(fname)
+    label = execution.cell_label(fname)
     if label:
         return label
     if fname.startswith("<frozen "):
@@ -424,8 +424,8 @@ def strip_ansi(text):
 # --- requests, pages and help() -------------------------------------------------------
 
 
-def inspect(code, cursor_pos, detail_level, user_ns):
-    """The content of an inspect_reply."""
+def inspect(code, cursor_pos, detail_level, user_ns, find_magic=None):
+    """The content of an inspect_reply (find_magic: see find_object)."""
     reply = {"status": "ok", "found": False, "data": {}, "metadata": {}}
     name = token_at_cursor(code, cursor_pos)
     if not name:
@@ -436,7 +436,7 @@ def inspect(code, cursor_pos, detail_level, user_ns):
             if m.start() <= cursor_pos <= m.end():
                 name = m.group(0)
                 break
-    found = find_object(name, user_ns)
+    found = find_object(name, user_ns, find_magic)
     if not found.get("found"):
         return reply
     text = info_text(found["obj"], name.lstrip("%"), detail_level, found["namespace"],
@@ -449,20 +449,21 @@ def inspect(code, cursor_pos, detail_level, user_ns):
 def page(text):
     """Shows text in the client's pager: a page payload of the current
     execute_reply (printed when there is no execute_request to attach it to)."""
-    current = _kernel.current
-    if current is not None and current.get("msg_type") == "execute_request":
-        _kernel.add_payload({"source": "page", "data": {"text/plain": text}, "start": 0})
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    current = request.current()
+    payload = {"source": "page", "data": {"text/plain": text}, "start": 0}
+    if current is not None and current.msg_type == "execute_request" \
+            and request.add_payload(payload):
+        return
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def pinfo(oname, detail_level, user_ns):
+def pinfo(oname, detail_level, user_ns, find_magic=None):
     """obj? and obj??: a page with what inspect_request says about oname."""
     oname = oname.strip()
     if not oname:
         page(USAGE)
         return
-    found = find_object(oname, user_ns)
+    found = find_object(oname, user_ns, find_magic)
     if not found.get("found"):
         print("Object `%s` not found." % oname)
         return

@@ -1,4 +1,4 @@
-"""IPython's magics that notebooks use, without IPython.
+"""Layer 4, magics: IPython's magics that notebooks use, without IPython.
 
 inputs.transform_cell() turns "%time f(x)" into
 get_ipython().run_line_magic('time', 'f(x)') and a "%%capture" cell into
@@ -27,10 +27,10 @@ import os
 import re
 import sys
 
-from . import _kernel
-
-CO_COROUTINE = 0x80
-
+from . import execution
+from . import link
+from . import request
+from . import streams
 
 class UsageError(Exception):
     """A magic was used wrongly, or does not exist (IPython's UsageError)."""
@@ -148,62 +148,21 @@ def expand(text, ns):
 # --- running code for a magic -----------------------------------------------------------
 
 
-def _loop():
-    import asyncio
-    from . import runtime
-    loop = getattr(runtime, "_loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        runtime._loop = loop
-    return loop
-
-
-def _eval(code, ns):
-    result = eval(code, ns)
-    if code.co_flags & CO_COROUTINE:
-        result = _loop().run_until_complete(result)
-    return result
-
-
 def parse(source, where):
     """The AST of source, IPython syntax included, with line numbers of the cell."""
     from . import inputs
     filename, first = where
-    source = inputs.transform_cell(source)
-    padded = "\n" * (first - 1) + source
-    return compile(padded, filename, "exec",
-                   ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-
-
-def _compile(tree, filename, mode):
-    return compile(tree, filename, mode, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-
-
-def _suppressed(source):
-    for line in reversed(source.rstrip().splitlines()):
-        code = line.split("#", 1)[0].rstrip()
-        if code:
-            return code.endswith(";")
-    return False
-
-
-def split_last(tree, source):
-    """(statements, last expression or None): the last expression of a body is
-    its value, unless a semicolon hides it."""
-    body = list(tree.body)
-    if body and isinstance(body[-1], ast.Expr) and not _suppressed(source):
-        return body[:-1], ast.Expression(body[-1].value)
-    return body, None
+    return execution.parse(inputs.transform_cell(source), filename, first)
 
 
 def run_body(source, where, ns):
     """Runs the lines of a cell body; returns the value of its last expression."""
     filename = where[0]
-    statements, last = split_last(parse(source, where), source)
+    statements, last = execution.split_last(parse(source, where), source)
     if statements:
-        _eval(_compile(ast.Module(body=statements, type_ignores=[]), filename, "exec"), ns)
+        execution.run(execution.compile_statements(statements, filename), ns)
     if last is not None:
-        return _eval(_compile(last, filename, "eval"), ns)
+        return execution.run(execution.compile_expression(last, filename), ns)
     return None
 
 
@@ -260,19 +219,18 @@ def magic_time(shell, line, cell, where):
     source = cell if cell is not None else line
     filename = where[0]
     tree = parse(source, where)
-    statements, last = split_last(tree, source)
+    statements, last = execution.split_last(tree, source)
     if cell is None and len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
-        statements, last = [], ast.Expression(tree.body[0].value)
-    code = _compile(ast.Module(body=statements, type_ignores=[]), filename, "exec") \
-        if statements else None
-    value_code = _compile(last, filename, "eval") if last is not None else None
+        statements, last = [], tree.body[0]
+    code = execution.compile_statements(statements, filename) if statements else None
+    value_code = execution.compile_expression(last, filename) if last is not None else None
     cpu = _cpu_clock()
     wall0, cpu0 = time.time(), cpu()
     value = None
     if code is not None:
-        _eval(code, shell.user_ns)
+        execution.run(code, shell.user_ns)
     if value_code is not None:
-        value = _eval(value_code, shell.user_ns)
+        value = execution.run(value_code, shell.user_ns)
     cpu1, wall1 = cpu(), time.time()
     user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
     print("CPU times: user %s, sys: %s, total: %s"
@@ -384,7 +342,7 @@ def magic_timeit(shell, line, cell, where):
             else ast.parse("pass")
         stmt_tree = parse(cell, where)
     for tree in (setup_tree, stmt_tree):
-        _compile(tree, filename, "exec")  # report errors as the code is written
+        execution.compile_statements(tree.body, filename)  # errors as the code is written
     template = ast.parse(_TIMEIT_TEMPLATE)
     fn = template.body[0]
     loop = fn.body[2]
@@ -682,7 +640,7 @@ def _switch_to_inline():
             else:
                 mpl.use(name)
     except Exception as e:
-        _kernel.log("warning", "%%matplotlib could not switch to the inline backend: %r"
+        link.log("warning", "%%matplotlib could not switch to the inline backend: %r"
                     % (e,))
 
 
@@ -797,14 +755,14 @@ def _configure_figures(option, value):
 def magic_pinfo(shell, line, cell, where):
     """What an object is: obj? or %pinfo obj"""
     from . import inspection
-    inspection.pinfo(line, 0, shell.user_ns)
+    inspection.pinfo(line, 0, shell.user_ns, find)
 
 
 @line_magic("pinfo2")
 def magic_pinfo2(shell, line, cell, where):
     """What an object is, with its source: obj?? or %pinfo2 obj"""
     from . import inspection
-    inspection.pinfo(line, 1, shell.user_ns)
+    inspection.pinfo(line, 1, shell.user_ns, find)
 
 
 @line_magic("psearch")
@@ -816,7 +774,7 @@ def magic_psearch(shell, line, cell, where):
 
 def _page_part(shell, line, part):
     from . import inspection
-    found = inspection.find_object(line.strip(), shell.user_ns)
+    found = inspection.find_object(line.strip(), shell.user_ns, find)
     if not found.get("found"):
         print("Object `%s` not found." % line.strip())
         return
@@ -892,7 +850,7 @@ def magic_magic(shell, line, cell, where):
 
 
 def _publish(mime, text, plain, metadata=None):
-    _kernel.publish("display_data", {"data": {"text/plain": plain, mime: text},
+    request.publish("display_data", {"data": {"text/plain": plain, mime: text},
                                      "metadata": metadata or {}, "transient": {}})
 
 
@@ -941,7 +899,7 @@ class RichOutput:
         self.update = update
 
     def display(self):
-        _kernel.publish("update_display_data" if self.update else "display_data",
+        request.publish("update_display_data" if self.update else "display_data",
                         {"data": self.data, "metadata": self.metadata,
                          "transient": self.transient})
 
@@ -983,51 +941,63 @@ class CapturedIO:
     __call__ = show
 
 
-class Capture:
-    """Captures sys.stdout, sys.stderr and the displays published meanwhile."""
+class Capture(request.CaptureTarget):
+    """Captures what this context writes to stdout and stderr, and the displays
+    it publishes, for the block. The worker's streams ask the context's capture
+    target (sandpit.request), so what a subshell or another request writes
+    meanwhile is not captured, and nothing process-wide is swapped. A stream
+    that is not the worker's (in tests of the runtime, or one that the cell
+    replaced) is swapped for the block instead."""
 
     def __init__(self, stdout=True, stderr=True, display=True):
         self.io = CapturedIO(io.StringIO() if stdout else None,
                              io.StringIO() if stderr else None)
         self._display = display
+        self._buffers = {1: self.io._stdout, 2: self.io._stderr}
+        self._active = False
 
     def __enter__(self):
-        self._saved_streams = sys.stdout, sys.stderr
-        if self.io._stdout is not None:
-            sys.stdout = self.io._stdout
-        if self.io._stderr is not None:
-            sys.stderr = self.io._stderr
-        if self._display:
-            self._saved_sink = _kernel._sink
-            _kernel.set_sink(self._frame)
+        self._swapped = {}
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            if self._buffers[fd] is not None \
+                    and not isinstance(getattr(sys, name), streams.OutStream):
+                self._swapped[name] = getattr(sys, name)
+                setattr(sys, name, self._buffers[fd])
+        self._token = request.begin_capture(self)
+        self._active = True
         return self.io
 
     def __exit__(self, *exc):
-        sys.stdout, sys.stderr = self._saved_streams
-        if self._display:
-            _kernel.set_sink(self._saved_sink)
+        self._active = False
+        request.end_capture(self._token)
+        for name, stream in self._swapped.items():
+            setattr(sys, name, stream)
         return False
 
-    def _frame(self, obj, buffers):
-        kind = obj.get("msg_type") if obj.get("type") == "iopub" else None
-        content = obj.get("content") or {}
+    def write(self, fd, data):
+        buffer = self._buffers.get(fd) if self._active else None
+        if buffer is None:
+            return False
+        if not isinstance(data, str):
+            data = bytes(data).decode("utf-8", "replace")
+        buffer.write(data)
+        return True
+
+    def take(self, frame, buffers):
+        if not (self._active and self._display):
+            return False
+        kind = frame.get("msg_type")
+        content = frame.get("content") or {}
         if kind in ("display_data", "update_display_data"):
             self.io.outputs.append(RichOutput(content.get("data", {}),
                                               content.get("metadata"),
                                               content.get("transient"),
                                               kind == "update_display_data"))
-            return
+            return True
         if kind == "clear_output":
             self.io.outputs.clear()
-            return
-        if self._saved_sink is not None:
-            self._saved_sink(obj, buffers)
-            return
-        _kernel.set_sink(None)
-        try:
-            _kernel.send(obj, buffers)
-        finally:
-            _kernel.set_sink(self._frame)
+            return True
+        return False
 
 
 @cell_magic("capture")
@@ -1052,7 +1022,7 @@ def magic_capture(shell, line, cell, where):
                 from . import figures
                 figures.show_open_figures()
             except Exception as e:
-                _kernel.log("warning", "could not show the figures of a %%%%capture cell: "
+                link.log("warning", "could not show the figures of a %%%%capture cell: "
                             "%r" % (e,))
     finally:
         if name:

@@ -1,4 +1,4 @@
-"""The worker's matplotlib backend: module://sandpit.mpl_backend.
+"""Layer 3, the worker's matplotlib backend: module://sandpit.mpl_backend.
 
 The worker sets MPLBACKEND to this module, so pyplot loads it when the first
 figure is made (never before: a cell that does not plot does not import

@@ -1,4 +1,4 @@
-"""The text/plain of a result, laid out as IPython lays it out.
+"""Layer 3, pretty: the text/plain of a result, laid out as IPython lays it out.
 
 ipykernel's text/plain is not repr(): long lists and dicts are broken over
 lines at 79 columns, sequences stop after 1000 items, classes print as

@@ -1,58 +1,55 @@
-"""The worker's request loop: one request in, events and one reply out.
+"""Layer 5, runtime: the worker's main, from its first frame to its last.
 
-A reader thread takes every frame from the supervisor and routes it: requests
-of the main shell to the main thread (which runs cells, so that SIGINT raises
-KeyboardInterrupt in them), requests of a subshell to that subshell's thread,
-input replies to the thread waiting for one, interrupt notes to the request
-they name. Each handling thread answers each request with exactly one
-"reply" frame, whatever happens in between: an exception in the user's code
-becomes an error reply, an exception in this runtime becomes an error reply
-that says so (and a line in the kernel log), a KeyboardInterrupt that
-arrives between requests is dropped.
+kernel/pyrt.c imports this module and calls prepare_lock(), before the
+sandbox is locked, then serve(), which returns when the supervisor closes the
+link. The path of one request, as a reader would follow it:
 
-A cell runs in the one __main__ namespace, kept for the worker's life and
-shared by the subshells. It is parsed once; every statement but a trailing
-expression is executed as a module, and the trailing expression is compiled
-in "single" mode so that its value goes through sys.displayhook, which
-publishes execute_result. Top-level await works as in IPython.
+    serve()            says hello, starts the reader thread
+    _read_link()       link.recv(): one frame from the supervisor, parsed
+    _route()           a request becomes a request.Request, queued for its
+                       shell: the main thread for the main shell (it runs
+                       cells, so that SIGINT raises KeyboardInterrupt in them),
+                       a thread of its own for each subshell; input replies
+                       and interrupt notes go to the Request they name
+    handle()           makes the Request current in its thread, calls
+                       handlers.HANDLERS[msg_type] and sends its one reply
+                       (link.reply), whatever happens in between
+
+A runtime failure becomes an error reply that says so, and a line in the
+kernel's log; a KeyboardInterrupt that arrives between requests is dropped.
+
+prepare_lock() sets up the user's world (streams, display(), get_ipython(),
+comms, the import hooks, the audit hook) and wires the callbacks by which a
+lower layer calls a higher one: execution's results go to display, display
+formats matplotlib's figures with sandpit.figures. See the package's
+docstring for the layers.
 """
 
-import ast
 import builtins
-import ctypes
-import json
-import linecache
 import os
 import queue
 import signal
 import sys
 import threading
 import traceback
-import warnings
 
-from . import _kernel
+from . import comms
+from . import display
+from . import execution
+from . import guard
+from . import handlers
+from . import import_hooks
+from . import link
+from . import request
+from . import shell
 from . import streams
+from . import tracebacks
 
-try:
-    import _sandpit
-except ImportError:
-    _sandpit = None
-
-main_module = sys.modules["__main__"]
-user_ns = main_module.__dict__
-
-_loop = None  # the event loop for top-level await, made on first use
-_previous_input = ""  # the last stored cell's input, for _i
-_cell_serial = 0
-_serial_lock = threading.Lock()
+user_ns = execution.user_ns
 
 # Routing, filled by the reader thread and read by the handling threads.
-_main_inbox = queue.Queue()   # frames for the main shell; None when the link closes
+_main_inbox = queue.Queue()   # the main shell's requests; None when the link closes
 _subshells = {}               # subshell id -> _Subshell
-_waiting = {}                 # msg_id of a request waiting for input -> queue.Queue
-_notes = {}                   # msg_id -> the supervisor's interrupt note for it
-_notes_arrived = {}           # msg_id -> threading.Event, set when its note arrives
-_routing_lock = threading.Lock()
 
 
 # --- the loop --------------------------------------------------------------------
@@ -61,30 +58,26 @@ _routing_lock = threading.Lock()
 def serve(hello):
     """Says hello, then answers the main shell's requests until the supervisor
     closes the link."""
-    _sandpit.send(hello.encode())
+    link.send_hello(hello)
     threading.Thread(target=_read_link, name="sandpit-link", daemon=True).start()
     while True:
         try:
-            frame = _main_inbox.get()
+            req = _main_inbox.get()
         except KeyboardInterrupt:
             continue  # an interrupt that arrived between cells
-        if frame is None:
+        if req is None:
             return 0
-        _serve_one(frame)
+        _serve_one(req)
 
 
-def _serve_one(frame):
+def _serve_one(req):
     try:
-        handle(frame)
+        handle(req)
     except KeyboardInterrupt:
-        _kernel.log("warning", "an interrupt arrived after the request had finished")
+        link.log("warning", "an interrupt arrived after the request had finished")
     except BaseException as e:  # this runtime's own failure
-        _kernel.log("error", "runtime failure: " + "".join(
+        link.log("error", "runtime failure: " + "".join(
             traceback.format_exception(type(e), e, e.__traceback__)))
-        if _kernel.current is not None:
-            _reply({"status": "error", "ename": type(e).__name__, "evalue": str(e),
-                    "traceback": []})
-        _kernel.end_request()
 
 
 def _signals_to_main_thread():
@@ -98,82 +91,70 @@ def _read_link():
     _signals_to_main_thread()
     while True:
         try:
-            raw, buffers = _sandpit.recv(True)
-            obj = json.loads(raw)
+            kind, frame, buffers = link.recv()
         except EOFError:
             break
-        except Exception as e:
-            _kernel.log("error", "unreadable frame from the supervisor: %r" % (e,))
+        except OSError as e:
+            link.log("error", "the link to the supervisor failed: %s" % (e,))
+            break
+        except Exception as e:  # a FrameError, or no memory to read it: the next one
+            link.log("error", "unreadable frame from the supervisor: %r" % (e,))
             continue
         try:
-            _route(obj, buffers)
+            _route(kind, frame, buffers)
         except Exception as e:
-            _kernel.log("error", "could not route a frame: %r" % (e,))
+            link.log("error", "could not route a frame: %r" % (e,))
     _main_inbox.put(None)
     for sub in list(_subshells.values()):
         sub.inbox.put(None)
 
 
-def _route(obj, buffers):
-    kind = obj.get("type")
-    if kind == "request":
-        shell = obj.get("shell") or ""
-        if not shell:
-            _main_inbox.put((obj, buffers))
+def _route(kind, frame, buffers):
+    if kind == link.REQUEST:
+        req = request.Request(frame, buffers)
+        request.register(req)  # from now on, its interrupt note finds it
+        if not req.shell:
+            _main_inbox.put(req)
         else:
-            sub = _subshells.get(shell)
+            sub = _subshells.get(req.shell)
             if sub is None:  # the supervisor knows it; the worker must too
-                sub = _Subshell(shell)
-            sub.inbox.put((obj, buffers))
-    elif kind == "input_reply":
-        with _routing_lock:
-            q = _waiting.get(obj.get("parent"))
-        if q is not None:
-            q.put(obj)
-    elif kind == "interrupt":
-        _take_note(obj)
-    elif kind == "subshell":
-        if obj.get("op") == "create":
-            _Subshell(obj.get("id"))
-        elif obj.get("op") == "delete":
-            sub = _subshells.pop(obj.get("id"), None)
+                sub = _Subshell(req.shell)
+            sub.inbox.put(req)
+    elif kind == link.INPUT_REPLY:
+        req = request.running(frame["parent"])
+        if req is None:
+            link.log("warning", "an input reply for a request that is not running")
+        else:
+            req.give_input(frame["content"])
+    elif kind == link.INTERRUPT:
+        _interrupt(frame)
+    elif kind == link.SUBSHELL:
+        if frame["op"] == "create":
+            if frame["id"] not in _subshells:
+                _Subshell(frame["id"])
+        else:
+            sub = _subshells.pop(frame["id"], None)
             if sub is not None:
                 sub.stop()
-    else:
-        _kernel.log("warning", "unexpected frame from the supervisor: %r" % (kind,))
 
 
-def _take_note(note):
+def _raise_in_thread(ident, exc):
+    import ctypes
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc))
+
+
+def _interrupt(note):
     """An interrupt (or the time limit) for the request it names. The main
     shell's request also gets SIGINT from the supervisor; a subshell's gets the
     exception raised in its thread from here."""
-    parent = note.get("parent")
-    with _routing_lock:
-        _notes[parent] = note
-        event = _notes_arrived.get(parent)
-    if event is not None:
-        event.set()
-    shell = note.get("shell") or ""
-    if shell:
-        sub = _subshells.get(shell)
-        if sub is not None and sub.running == parent and sub.ident is not None:
-            exc = TimeoutError if note.get("reason") == "timeout" else KeyboardInterrupt
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(sub.ident),
-                                                        ctypes.py_object(exc))
-
-
-def interrupt_reason(req, wait=0.2):
-    """After a KeyboardInterrupt or TimeoutError in req: the supervisor's note
-    for it (it sends one before the signal), or None if none comes."""
-    parent = (req.get("header") or {}).get("msg_id")
-    with _routing_lock:
-        note = _notes.get(parent)
-        event = _notes_arrived.get(parent)
-    if note is None and event is not None:
-        event.wait(wait)
-        with _routing_lock:
-            note = _notes.get(parent)
-    return note
+    req = request.running(note["parent"])
+    if req is None:
+        return  # it has just been answered
+    req.take_note(note)
+    sub = _subshells.get(req.shell) if req.shell else None
+    if sub is not None and sub.running is req and sub.ident is not None:
+        _raise_in_thread(sub.ident, TimeoutError if note["reason"] == "timeout"
+                         else KeyboardInterrupt)
 
 
 class _Subshell:
@@ -183,24 +164,26 @@ class _Subshell:
     def __init__(self, sid):
         self.id = sid
         self.inbox = queue.Queue()
-        self.running = None  # msg_id of the request it runs
+        self.running = None  # the request it runs
         self.ident = None
         _subshells[sid] = self
         self.thread = threading.Thread(target=self._run, name="sandpit-subshell-" + sid[:8],
                                        daemon=True)
-        self.thread._sandpit_internal = True
         self.thread.start()
 
     def _run(self):
         _signals_to_main_thread()
         self.ident = threading.get_ident()
         while True:
-            frame = self.inbox.get()
-            if frame is None:
-                return
-            self.running = (frame[0].get("header") or {}).get("msg_id")
             try:
-                _serve_one(frame)
+                req = self.inbox.get()
+            except BaseException:  # an interrupt aimed at a request that had ended
+                continue
+            if req is None:
+                return
+            self.running = req
+            try:
+                _serve_one(req)
             except BaseException:  # an interrupt aimed at a request that had ended
                 pass
             finally:
@@ -208,534 +191,61 @@ class _Subshell:
 
     def stop(self):
         self.inbox.put(None)
-        if self.running and self.ident is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.ident),
-                                                        ctypes.py_object(SystemExit))
+        if self.running is not None and self.ident is not None:
+            _raise_in_thread(self.ident, SystemExit)
 
 
-def ask_input(req, content):
-    """Sends an input_request for req and blocks until its input_reply arrives
-    (registered first, so a quick answer cannot be missed). KeyboardInterrupt
-    (a user interrupt) propagates to the caller."""
-    parent = (req.get("header") or {}).get("msg_id")
-    q = queue.Queue()
-    with _routing_lock:
-        _waiting[parent] = q
-    try:
-        _kernel.send({"type": "input_request", "parent": parent, "content": content})
-        return q.get()
-    finally:
-        with _routing_lock:
-            _waiting.pop(parent, None)
-
-
-def handle(frame):
-    obj, buffers = frame
-    parent = (obj.get("header") or {}).get("msg_id")
-    with _routing_lock:
-        _notes.pop(parent, None)
-        _notes_arrived[parent] = threading.Event()
-    _kernel.begin_request(obj)
-    main = threading.current_thread() is threading.main_thread()
-    if main and _sandpit is not None:
-        _sandpit.set_default_tag(parent)
+def handle(req):
+    """Handles one request and sends its one reply, whatever happens."""
+    token = request.begin(req)
     replied = False
     try:
-        handler = HANDLERS.get(obj.get("msg_type"))
+        if threading.current_thread() is threading.main_thread():
+            link.set_default_tag(req.msg_id)
+        handler = handlers.HANDLERS.get(req.msg_type)
         if handler is None:
             content = {"status": "error", "ename": "NotImplementedError",
-                       "evalue": "the worker does not handle %s" % obj.get("msg_type"),
+                       "evalue": "the worker does not handle %s" % req.msg_type,
                        "traceback": []}
         else:
-            content = handler(obj, buffers)
-        _reply(content, shell=obj.get("shell") or "")
+            content = handler(req)
+        _reply(req, content)
         replied = True
     finally:
         if not replied:
             # Whatever went wrong in reporting (an exception whose str() raises,
             # a result too large for the link), the request gets its one reply.
-            why = "%s: %s" % (sys.exc_info()[0].__name__, _safe_str(sys.exc_info()[1])) \
-                if sys.exc_info()[0] else "unknown"
+            why = "unknown"
+            if sys.exc_info()[0] is not None:
+                why = "%s: %s" % (sys.exc_info()[0].__name__,
+                                  tracebacks.safe_str(sys.exc_info()[1]))
             try:
-                _reply({"status": "error", "ename": "SandpitError",
-                        "evalue": "sandpit could not report the result of this request (%s)"
-                        % why[:2000], "traceback": []}, shell=obj.get("shell") or "")
+                _reply(req, {"status": "error", "ename": "SandpitError",
+                             "evalue": "sandpit could not report the result of this request "
+                             "(%s)" % why[:2000], "traceback": []})
             except BaseException as e:
-                _kernel.log("error", "could not send a reply at all: %r" % (e,))
-        _kernel.end_request()
-        with _routing_lock:
-            _notes.pop(parent, None)
-            _notes_arrived.pop(parent, None)
+                link.log("error", "could not send a reply at all: %r" % (e,))
+        request.end(req, token)
 
 
-def _reply(content, metadata=None, shell=None):
-    _kernel.flush()
-    if shell is None:
-        shell = (_kernel.current or {}).get("shell") or ""
-    frame = {"type": "reply", "shell": shell, "content": content,
-             "parent": ((_kernel.current or {}).get("header") or {}).get("msg_id")}
-    if metadata:
-        frame["metadata"] = metadata
-    _kernel.send(frame)
-
-
-# --- execute -----------------------------------------------------------------------
-
-
-def _cell_filename(count):
-    global _cell_serial
-    with _serial_lock:
-        _cell_serial += 1
-        return "<cell-%d-%d>" % (count, _cell_serial)
-
-
-def cell_label(filename):
-    """'Cell In[3]' for a cell's filename, None for any other file."""
-    if filename.startswith("<cell-") and filename.endswith(">"):
-        return "Cell In[%s]" % filename[6:-1].split("-")[0]
-    return None
-
-
-def _register_source(filename, code):
-    lines = code.splitlines(True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    linecache.cache[filename] = (len(code), None, lines, filename)
-
-
-def _suppressed(code):
-    """A trailing semicolon hides the result, as in IPython."""
-    for line in reversed(code.rstrip().splitlines()):
-        stripped = line.split("#", 1)[0].rstrip() if "#" in line else line.rstrip()
-        if stripped:
-            return stripped.endswith(";")
-    return False
-
-
-def run_code(code, filename, count, silent=False, store_history=True):
-    """Compiles and runs code in the user's namespace; exceptions propagate."""
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
-    body, last = tree.body, None
-    if body and isinstance(body[-1], ast.Expr) and not _suppressed(code):
-        body, last = body[:-1], body[-1]
-    hook = displayhook_for(count, silent, store_history)
-    saved_hook = sys.displayhook
-    sys.displayhook = hook
-    try:
-        if body:
-            mod = ast.Module(body=body, type_ignores=[])
-            _run(compile(mod, filename, "exec", flags, dont_inherit=True))
-        if last is not None:
-            mod = ast.Interactive(body=[last])
-            _run(compile(mod, filename, "single", flags, dont_inherit=True))
-    finally:
-        sys.displayhook = saved_hook
-
-
-def _run(codeobj):
-    global _loop
-    result = eval(codeobj, user_ns)
-    if codeobj.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await
-        import asyncio
-        if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
-        _loop.run_until_complete(result)
-
-
-_unders = {}  # the values this hook last gave _, __ and ___
-
-
-def _update_unders(value):
-    """_, __ and ___ follow the results, as in IPython, unless the user has
-    assigned one of them: then none of them is touched again."""
-    ours = all(name not in user_ns or user_ns[name] is _unders.get(name)
-               for name in ("_", "__", "___"))
-    _unders["___"], _unders["__"], _unders["_"] = (_unders.get("__", ""),
-                                                   _unders.get("_", ""), value)
-    if ours:
-        user_ns.update(_unders)
-
-
-def displayhook_for(count, silent, store_history):
-    def hook(value):
-        if value is None or silent:
-            return
-        _update_unders(value)
-        if store_history:
-            user_ns["_%d" % count] = value
-            out = user_ns.setdefault("Out", {})
-            if isinstance(out, dict):
-                out[count] = value
-        from . import display
-        data, metadata = display.format_result(value)
-        if not data:  # it displayed itself (_ipython_display_), as a widget does
-            return
-        _kernel.publish("execute_result",
-                        {"execution_count": count, "data": data, "metadata": metadata})
-    return hook
-
-
-def execute(req, buffers):
-    content = req.get("content", {})
-    code = content.get("code", "")
-    count = req.get("execution_count", 0)
-    silent = bool(req.get("silent"))
-    store_history = bool(req.get("store_history"))
-    streams.begin_cell(content.get("allow_stdin", False))
-    if _sandpit is not None:
-        _sandpit.output_begin((req.get("header") or {}).get("msg_id"),
-                              int(req.get("max_output") or 0))
-    if store_history:
-        ins = user_ns.setdefault("In", [""])
-        if isinstance(ins, list):
-            del ins[count:]
-            while len(ins) < count:
-                ins.append("")
-            ins.append(code)
-        # As in IPython: while cell N runs, _i is cell N-1's input, _ii N-2's,
-        # _iii N-3's, and _iN is cell N's own.
-        global _previous_input
-        user_ns["_iii"] = user_ns.get("_ii", "")
-        user_ns["_ii"] = user_ns.get("_i", "")
-        user_ns["_i"] = _previous_input
-        user_ns["_i%d" % count] = code
-        _previous_input = code
-    filename = _cell_filename(count)
-    _register_source(filename, code)
-    reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
-    events = _events()
-    info = None
-    if events is not None:
-        info = _ExecutionInfo(code, store_history, silent, (req.get("metadata") or {})
-                              .get("cellId"))
-        events.trigger("pre_execute")
-        if not silent:
-            events.trigger("pre_run_cell", info)
-    error = None
-    try:
-        from . import inputs
-        source = inputs.transform_cell(code)
-        if source.strip():
-            run_code(source, filename, count, silent, store_history)
-        _kernel.flush()
-    except BaseException as e:
-        exc = e
-        if isinstance(e, (KeyboardInterrupt, TimeoutError)):
-            note = interrupt_reason(req, wait=0.2 if isinstance(e, KeyboardInterrupt) else 0)
-            if note is not None and note.get("reason") == "timeout":
-                exc = TimeoutError(
-                    "cell exceeded its time limit of %g s" % note.get("limit", 0))
-                exc.__traceback__ = e.__traceback__
-            elif note is not None and type(e) is TimeoutError:
-                exc = KeyboardInterrupt()
-                exc.__traceback__ = e.__traceback__
-        _kernel.flush()
-        error = exc
-        err = error_content(exc)
-        if not silent:
-            _kernel.publish("error", err)
-        reply.update(status="error", **err)
-        if isinstance(e, SystemExit):
-            _kernel.log("info", "the cell raised SystemExit; the worker carries on")
-    try:
-        from . import figures
-        figures.show_open_figures()
-    except (Exception, KeyboardInterrupt) as e:
-        _kernel.log("warning", "could not show the cell's figures: %r" % (e,))
-    if events is not None:
-        try:
-            events.trigger("post_execute")
-            if not silent:
-                from . import shell
-                result = shell.ExecutionResult(error=error)
-                result.info = info
-                events.trigger("post_run_cell", result)
-        except (Exception, KeyboardInterrupt) as e:
-            _kernel.log("warning", "a post-cell callback failed: %r" % (e,))
-    if reply["status"] == "ok":
-        reply["user_expressions"] = user_expressions(content.get("user_expressions") or {})
-    reply["payload"] = list(_kernel.payloads)
-    # The exception holds the cell's frames (and whatever they hold, maybe the
-    # list that ran out of memory): drop it now, not at some later collection.
-    exc = error = e = None  # noqa: F841
-    if _sandpit is not None:
-        _kernel.flush()
-        dropped = _sandpit.output_end((req.get("header") or {}).get("msg_id"))
-        if dropped:
-            reply["sandpit_dropped"] = dropped
-    return reply
-
-
-class _ExecutionInfo:
-    """What IPython passes to pre_run_cell callbacks."""
-
-    def __init__(self, raw_cell, store_history, silent, cell_id):
-        self.raw_cell = raw_cell
-        self.store_history = store_history
-        self.silent = silent
-        self.shell_futures = True
-        self.cell_id = cell_id
-
-
-def _events():
-    """The shell's event manager, when some callback is registered."""
-    shell = sys.modules.get("sandpit.shell")
-    sh = shell.get_ipython() if shell is not None else None
-    events = getattr(sh, "events", None)
-    if events is None or not any(events.callbacks.values()):
-        return None
-    return events
-
-
-def user_expressions(exprs):
-    from . import display
-    results = {}
-    for name, expr in exprs.items():
-        try:
-            value = eval(compile(str(expr), "<user_expression>", "eval"), user_ns)
-            data, metadata = display.format_object(value)
-            results[name] = {"status": "ok", "data": data, "metadata": metadata}
-        except BaseException as e:
-            err = error_content(e)
-            results[name] = {"status": "error", **err}
-    return results
-
-
-# --- errors ----------------------------------------------------------------------
-
-RED, GREEN, CYAN, BOLD, RESET = "\033[0;31m", "\033[0;32m", "\033[0;36m", "\033[1m", "\033[0m"
-
-
-def _own_frame(filename):
-    return filename.startswith("<sandpit>/")
-
-
-MAX_EVALUE = 64 * 1024       # characters of an error's message sent
-MAX_TRACEBACK = 1024 * 1024  # characters of a traceback sent
-
-
-def _safe_str(obj, limit=MAX_EVALUE):
-    """str(obj), whatever its __str__ does, cut to limit characters."""
-    try:
-        text = str(obj)
-    except BaseException as e:
-        try:
-            return "<str() of this %s failed with %s>" % (type(obj).__name__,
-                                                          type(e).__name__)
-        except BaseException:
-            return "<str() failed>"
-    if len(text) > limit:
-        text = text[:limit] + " [... %d more characters]" % (len(text) - limit)
-    return text
-
-
-def error_content(exc):
-    """ename, evalue and an IPython-style traceback (a list of strings),
-    bounded in size whatever the exception holds."""
-    try:
-        if "sandpit.guard" in sys.modules:
-            note = sys.modules["sandpit.guard"].explain(exc)
-            if note and note not in getattr(exc, "__notes__", ()):
-                exc.add_note(note)
-    except BaseException:
-        pass
-    ename = type(exc).__name__
-    evalue = _safe_str(exc)
-    tb = format_traceback(exc)
-    total = 0
-    for i, part in enumerate(tb):
-        total += len(part)
-        if total > MAX_TRACEBACK:
-            tb = tb[:i] + ["[... %d more parts of the traceback were left out]"
-                           % (len(tb) - i), tb[-1][:MAX_EVALUE]]
-            break
-    return {"ename": ename, "evalue": evalue, "traceback": tb}
-
-
-def format_traceback(exc):
-    try:
-        te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
-                                          capture_locals=False, compact=True)
-        return _format_te(te)
-    except BaseException:
-        try:
-            return [_safe_str(line) for line in
-                    traceback.format_exception(type(exc), exc, exc.__traceback__)]
-        except BaseException:
-            return ["%s (its traceback could not be formatted)" % type(exc).__name__]
-
-
-def _repeated(n):
-    return "[... the frame above repeated %d more times]\n" % n
-
-
-def _format_te(te, seen=None):
-    seen = seen or set()
-    seen.add(id(te))
-    parts = []
-    if te.__cause__ is not None and id(te.__cause__) not in seen:
-        parts += _format_te(te.__cause__, seen)
-        parts.append("\nThe above exception was the direct cause of the following exception:\n")
-    elif (te.__context__ is not None and not te.__suppress_context__
-          and id(te.__context__) not in seen):
-        parts += _format_te(te.__context__, seen)
-        parts.append("\nDuring handling of the above exception, another exception occurred:\n")
-    frames = [f for f in te.stack if not _own_frame(f.filename)]
-    head = te.exc_type.__qualname__ if te.exc_type else "Exception"
-    if frames:
-        rule = RED + "-" * 75 + RESET
-        parts.append(rule + "\n" + RED + head.ljust(42) + RESET
-                     + "Traceback (most recent call last)")
-        # A frame repeated over and over (a recursion) is shown three times,
-        # then counted, as Python's own traceback does.
-        run_key, run_len = None, 0
-        for f in frames:
-            key = (f.filename, f.lineno, f.name)
-            if key == run_key:
-                run_len += 1
-            else:
-                if run_len > 3:
-                    parts.append(_repeated(run_len - 3))
-                run_key, run_len = key, 1
-            if run_len <= 3:
-                parts.append(_format_frame(f))
-        if run_len > 3:
-            parts.append(_repeated(run_len - 3))
-    if issubclass(te.exc_type, SyntaxError) and te.filename is not None:
-        parts.append(_format_syntax_error(te))
-    else:
-        last = "".join(te.format_exception_only()).rstrip("\n")
-        name, sep, rest = last.partition(":")
-        parts.append(RED + name + RESET + sep + rest if sep else RED + last + RESET)
-    return parts
-
-
-def _format_frame(f, context=2):
-    label = cell_label(f.filename)
-    where = (CYAN + label + RESET + ", line %d" % f.lineno) if label else \
-        (GREEN + f.filename + RESET + ":%d, in %s" % (f.lineno, f.name))
-    if label and f.name != "<module>":
-        where += ", in " + f.name
-    lines = [where]
-    start = max(1, f.lineno - context)
-    for n in range(start, f.lineno + context + 1):
-        text = linecache.getline(f.filename, n)
-        if not text:
-            if n > f.lineno:
-                break
-            continue
-        text = text.rstrip("\n")
-        if n == f.lineno:
-            lines.append(GREEN + "----> " + str(n).rjust(len(str(f.lineno + context))) + RESET
-                         + " " + text)
-        else:
-            lines.append("      " + str(n).rjust(len(str(f.lineno + context))) + " " + text)
-    return "\n".join(lines) + "\n"
-
-
-def _format_syntax_error(te):
-    label = cell_label(te.filename or "")
-    where = (CYAN + label + RESET) if label else (GREEN + str(te.filename) + RESET)
-    out = ["  " + where + ", line %s" % te.lineno]
-    if te.text is not None:
-        text = te.text.rstrip("\n")
-        stripped = text.lstrip()
-        out.append("    " + stripped)
-        if te.offset is not None:
-            offset = te.offset - (len(text) - len(stripped))
-            end = te.end_offset - (len(text) - len(stripped)) if te.end_offset else offset + 1
-            width = max(1, end - offset) if te.end_lineno == te.lineno else 1
-            out.append("    " + " " * max(0, offset - 1) + "^" * width)
-    msg = te.msg or ""
-    out.append(RED + (te.exc_type.__qualname__) + RESET + ": " + msg)
-    return "\n".join(out)
-
-
-# --- other requests ---------------------------------------------------------------
-
-
-def is_complete(req, buffers):
-    from . import inputs
-    status, indent = inputs.check_complete(req.get("content", {}).get("code", ""))
-    content = {"status": status}
-    if status == "incomplete":
-        content["indent"] = indent
-    return content
-
-
-def complete(req, buffers):
-    c = req.get("content", {})
-    code, cursor = c.get("code", ""), c.get("cursor_pos")
-    if cursor is None:
-        cursor = len(code)
-    try:
-        from . import completion
-        return completion.complete(code, cursor, user_ns)
-    except Exception as e:
-        _kernel.log("warning", "completion failed: %r" % (e,))
-        return {"status": "ok", "matches": [], "cursor_start": cursor, "cursor_end": cursor,
-                "metadata": {}}
-
-
-def inspect(req, buffers):
-    c = req.get("content", {})
-    code, cursor = c.get("code", ""), c.get("cursor_pos")
-    if cursor is None:
-        cursor = len(code)
-    try:
-        from . import inspection
-        return inspection.inspect(code, cursor, int(c.get("detail_level", 0) or 0), user_ns)
-    except Exception as e:
-        _kernel.log("warning", "inspection failed: %r" % (e,))
-        return {"status": "ok", "found": False, "data": {}, "metadata": {}}
-
-
-def _comm(req, buffers):
-    from . import comms
-    if req.get("msg_type") == "comm_info_request":
-        return comms.comm_info(req, buffers)
-    return comms.handle(req, buffers)
-
-
-HANDLERS = {
-    "execute_request": execute,
-    "is_complete_request": is_complete,
-    "complete_request": complete,
-    "inspect_request": inspect,
-    "comm_info_request": _comm,
-    "comm_open": _comm,
-    "comm_msg": _comm,
-    "comm_close": _comm,
-}
+def _reply(req, content, metadata=None):
+    link.flush()
+    link.send(link.reply(req.shell, req.msg_id, content, metadata))
 
 
 # --- start-up ----------------------------------------------------------------------
 
 
-# Modules of this package with an install(user_ns) that sets up the user's
-# world before the first cell (display(), get_ipython(), ...), in this order.
-INSTALLERS = ["display", "comms", "shell", "guard"]
+# What sets up the user's world before the first cell, in this order: display(),
+# comms, get_ipython(), the hooks that adapt IPython, ipykernel, pandas and
+# matplotlib as they are imported, the audit hook that explains the sandbox.
+INSTALLERS = [display.install, comms.install, shell.install, import_hooks.install,
+              guard.install]
 
 
-def _inherit_output_parent():
-    """A thread started by a cell writes its output to that cell, even after
-    the cell has ended (as ipykernel 7 does): it takes the output tag of the
-    thread that started it."""
-    start, bootstrap = threading.Thread.start, threading.Thread._bootstrap_inner
-
-    def tagged_start(self):
-        self._sandpit_tag = _kernel.current_tag()
-        return start(self)
-
-    def tagged_bootstrap_inner(self):
-        _kernel.set_thread_tag(getattr(self, "_sandpit_tag", None))
-        return bootstrap(self)
-
-    threading.Thread.start = tagged_start
-    threading.Thread._bootstrap_inner = tagged_bootstrap_inner
+def _figure_formatters(fig):
+    from . import figures
+    return figures.formatters(fig)
 
 
 def prepare_lock():
@@ -753,19 +263,16 @@ def prepare_lock():
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")
     streams.install()
-    _inherit_output_parent()
-    import importlib
-    for name in INSTALLERS:
+    request.inherit_into_threads()
+    execution.on_result(display.publish_result)
+    display.register_formatters("matplotlib.figure", "Figure", _figure_formatters)
+    for install in INSTALLERS:
         # One part failing to set up must not take the others with it.
         try:
-            importlib.import_module("sandpit." + name).install(user_ns)
-        except ModuleNotFoundError as e:
-            if e.name != "sandpit." + name:
-                _kernel.log("error", "cannot set up sandpit.%s: %r" % (name, e))
+            install(user_ns)
         except Exception as e:
-            _kernel.log("error", "cannot set up sandpit.%s: %s" % (name, "".join(
+            link.log("error", "cannot set up %s: %s" % (install.__module__, "".join(
                 traceback.format_exception(type(e), e, e.__traceback__))))
-    for name in ("_", "__", "___"):  # what the installers left is ours, not the user's
-        user_ns.setdefault(name, "")
-        _unders[name] = user_ns[name]
+    # What the installers left in _, __ and ___ is ours, not the user's.
+    execution.install(user_ns)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -1,4 +1,4 @@
-"""get_ipython(): the part of IPython's InteractiveShell that notebooks use.
+"""Layer 4, shell: get_ipython(), the part of IPython's shell that notebooks use.
 
 Exported notebooks call get_ipython().run_line_magic('matplotlib', 'inline');
 cells with %magics are translated to such calls by inputs.transform_cell();
@@ -18,7 +18,8 @@ import os
 import pathlib
 import sys
 
-from . import _kernel
+from . import execution
+from . import request
 
 _shell = None
 
@@ -28,16 +29,23 @@ def get_ipython():
     return _shell
 
 
+def find_magic(name, cell=False):
+    """The function of a line (or cell) magic, or None. sandpit.magics is
+    loaded on first use: a session that uses no magic does not pay for it."""
+    from . import magics
+    return magics.find(name, cell)
+
+
 class DisplayPublisher:
     """get_ipython().display_pub: publishes MIME bundles."""
 
     def publish(self, data, metadata=None, source=None, *, transient=None, update=False):
-        _kernel.publish("update_display_data" if update else "display_data",
+        request.publish("update_display_data" if update else "display_data",
                         {"data": data, "metadata": metadata or {},
                          "transient": transient or {}})
 
     def clear_output(self, wait=False):
-        _kernel.publish("clear_output", {"wait": bool(wait)})
+        request.publish("clear_output", {"wait": bool(wait)})
 
 
 class HistoryManager:
@@ -179,8 +187,8 @@ class SandpitShell:
 
     @property
     def execution_count(self):
-        current = _kernel.current or {}
-        return current.get("execution_count", 0)
+        current = request.current()
+        return current.execution_count if current is not None else 0
 
     def get_ipython(self):
         return self
@@ -188,13 +196,13 @@ class SandpitShell:
     def showtraceback(self, exc_tuple=None, filename=None, tb_offset=None,
                       exception_only=False, running_compiled_code=False):
         """Shows the exception being handled (or exc_tuple) as a cell's error."""
-        from . import runtime
+        from . import tracebacks
         etype, value, tb = exc_tuple or sys.exc_info()
         if value is None:
             return
         if tb is not None and value.__traceback__ is None:
             value = value.with_traceback(tb)
-        _kernel.publish("error", runtime.error_content(value))
+        request.publish("error", tracebacks.error_content(value))
 
     def enable_gui(self, gui=None):
         """There is no GUI event loop in a kernel without a display: accepted."""
@@ -212,11 +220,10 @@ class SandpitShell:
         """(filename, first line) to compile a magic's code with: the cell's own
         lines when the call comes from a %magic line of a cell, else a name of
         its own, registered with linecache so tracebacks can show the code."""
-        from . import runtime
         frame = sys._getframe(2)
         while frame is not None and frame.f_code.co_filename.startswith("<sandpit>/"):
             frame = frame.f_back
-        if frame is not None and runtime.cell_label(frame.f_code.co_filename):
+        if frame is not None and execution.cell_label(frame.f_code.co_filename):
             filename, lineno = frame.f_code.co_filename, frame.f_lineno
             text = linecache.getline(filename, lineno).lstrip()
             if escape == "%%" and text.startswith("%%" + name):
@@ -247,12 +254,10 @@ class SandpitShell:
         return self.run_line_magic(name, line)
 
     def find_line_magic(self, name):
-        from . import magics
-        return magics.find(name)
+        return find_magic(name)
 
     def find_cell_magic(self, name):
-        from . import magics
-        return magics.find(name, cell=True)
+        return find_magic(name, cell=True)
 
     def find_magic(self, name, magic_kind="line"):
         return self.find_cell_magic(name) if magic_kind == "cell" else \
@@ -291,7 +296,6 @@ class SandpitShell:
         """Runs code as a cell would run (its last expression's value is shown);
         an exception is shown and returned in the result, as IPython does."""
         from . import inputs
-        from . import runtime
         self._synthetic += 1
         filename = "<run_cell-%d>" % self._synthetic
         linecache.cache[filename] = (len(raw_cell), None, raw_cell.splitlines(True),
@@ -299,10 +303,12 @@ class SandpitShell:
         try:
             source = inputs.transform_cell(raw_cell)
             if source.strip():
-                runtime.run_code(source, filename, self.execution_count, silent, False)
+                execution.run_code(source, filename, self.execution_count, silent, False,
+                                   self.user_ns)
         except Exception as e:
             if not silent:
-                _kernel.publish("error", runtime.error_content(e))
+                from . import tracebacks
+                request.publish("error", tracebacks.error_content(e))
             return ExecutionResult(error=e)
         return ExecutionResult()
 
@@ -327,12 +333,12 @@ class SandpitShell:
 
     def set_next_input(self, text, replace=False):
         """Asks the client to put text in the next cell (a set_next_input payload)."""
-        _kernel.add_payload({"source": "set_next_input", "text": text,
+        request.add_payload({"source": "set_next_input", "text": text,
                              "replace": bool(replace)})
 
     def object_inspect_text(self, oname, detail_level=0):
         from . import inspection
-        found = inspection.find_object(oname, self.user_ns)
+        found = inspection.find_object(oname, self.user_ns, find_magic)
         if not found.get("found"):
             raise KeyError(oname)
         return inspection.info_text(found["obj"], oname, detail_level, found["namespace"],

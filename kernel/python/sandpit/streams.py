@@ -1,38 +1,39 @@
-"""sys.stdout and sys.stderr of the worker, and input() and getpass().
+"""Layer 1, streams: the worker's sys.stdout and sys.stderr, input() and getpass().
 
 The streams hand their text to the worker's output pump (kernel/pump.c)
-through _sandpit.write: a copy into memory, no system call. The pump's thread
+through the link: a copy into memory, no system call. The pump's thread
 sends it as stream messages within a few milliseconds, together with what C
 code writes to file descriptors 1 and 2, so a print is never stuck in a
-buffer when a cell ends, crashes or waits. Outside the worker (tests of the
-runtime), the streams write to the file descriptors themselves.
+buffer when a cell ends, crashes or waits. Each write belongs to the request
+of the context it is made in (sandpit.request), and a capture target there
+(%%capture) takes it first. Outside the worker (tests of the runtime), the
+streams write to the file descriptors themselves.
+
+input() and getpass() ask the client, on behalf of the current request and
+only if that request's client takes input (its allow_stdin): a subshell's
+request that does not cannot take the permission away from the main shell's.
 """
 
 import builtins
 import getpass as _getpass
 import io
-import os
 import sys
 
-from . import _kernel
-from ._kernel import _tls
-
-_allow_stdin = False
+from . import link
+from . import request
 
 
 class StdinNotImplementedError(NotImplementedError):
     """input() was called, but the client that sent the cell does not take input."""
 
 
-try:
-    from _sandpit import write as _write
-except ImportError:  # outside the worker
-    def _write(fd, data, tag=None):
-        view = memoryview(data.encode("utf-8", "replace") if isinstance(data, str)
-                          else data).cast("B")
-        while view:
-            view = view[os.write(fd, view):]
-        return len(data)
+def _write(fd, data):
+    target = request.capturing()
+    while target is not None:
+        if target.write(fd, data):
+            return len(data)
+        target = target.outer
+    return link.write(fd, data, request.current_tag())
 
 
 class _BinaryWriter(io.RawIOBase):
@@ -43,7 +44,7 @@ class _BinaryWriter(io.RawIOBase):
         return True
 
     def write(self, b):
-        return _write(self._fd, b, getattr(_tls, "tag", None))
+        return _write(self._fd, b)
 
     def fileno(self):
         return self._fd
@@ -72,7 +73,7 @@ class OutStream(io.TextIOBase):
     def write(self, s):
         if s.__class__ is not str and not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        return _write(self._fd, s, getattr(_tls, "tag", None))
+        return _write(self._fd, s)
 
     def writelines(self, lines):
         for line in lines:
@@ -90,25 +91,18 @@ def install():
     _getpass.getpass = getpass
 
 
-def begin_cell(allow_stdin):
-    global _allow_stdin
-    _allow_stdin = bool(allow_stdin)
-
-
 def _ask(prompt, password):
-    if not _allow_stdin:
+    req = request.current()
+    if req is None:
+        raise StdinNotImplementedError(
+            "input() is not available here: no cell is running on whose behalf to ask "
+            "the client")
+    if not req.allow_stdin:
         raise StdinNotImplementedError(
             "input() is not available: the client that sent this cell does not accept "
             "input (allow_stdin is false)")
-    from . import runtime
-    _kernel.flush()
-    reply = runtime.ask_input(_kernel.current or {},
-                              {"prompt": str(prompt), "password": bool(password)})
-    content = reply.get("content", {})
-    value = content.get("value", "")
-    if not isinstance(value, str):
-        value = str(value)
-    return value
+    link.flush()
+    return req.ask_input(prompt, password)
 
 
 def input(prompt=""):

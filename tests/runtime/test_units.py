@@ -1,5 +1,6 @@
-"""Unit tests of the worker's Python runtime that need no kernel: the IPython
-syntax translation, is_complete, inspection, completion and the magics.
+"""Unit tests of the worker's Python runtime (kernel/python/sandpit) that need
+no kernel: the IPython syntax translation, is_complete, inspection, completion
+and the magics.
 
 They import the runtime from kernel/python under this interpreter; where
 IPython (a test dependency, with ipykernel) defines the expected answer, the
@@ -17,7 +18,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "kernel", "python"))
 
-from sandpit import _kernel, completion, inputs, inspection, magics, shell  # noqa: E402
+from sandpit import completion, inputs, inspection, link, magics, request, shell  # noqa: E402
 
 
 @pytest.fixture
@@ -25,13 +26,9 @@ def sent():
     """Frames the runtime would send, and a clean builtins afterwards."""
     frames = []
     saved = builtins.__dict__.copy()
-    _kernel.set_sink(lambda obj, buffers: frames.append(obj))
+    link.set_sink(lambda obj, buffers: frames.append(obj))
     yield frames
-    _kernel.set_sink(None)
-    if hasattr(_kernel, "end_request"):
-        _kernel.end_request()
-    else:
-        _kernel.current, _kernel.payloads = None, []
+    link.set_sink(None)
     builtins.__dict__.clear()
     builtins.__dict__.update(saved)
 
@@ -56,14 +53,20 @@ def ns(sent, tmp_path, monkeypatch):
     return user_ns
 
 
-def execute_request(count=1):
-    """Makes an execute_request the one being handled, as the runtime does."""
-    req = {"msg_type": "execute_request", "execution_count": count,
-           "header": {"msg_id": "test"}}
-    if hasattr(_kernel, "begin_request"):
-        _kernel.begin_request(req)
-    else:
-        _kernel.current, _kernel.payloads = req, []
+@pytest.fixture
+def execute_request():
+    """Makes an execute_request the one being handled, as the runtime does;
+    ends it after the test."""
+    begun = []
+
+    def begin(count=1):
+        req = request.Request({"type": "request", "shell": "", "msg_type": "execute_request",
+                               "execution_count": count, "header": {"msg_id": "test"}})
+        begun.append((req, request.begin(req)))
+        return req
+    yield begin
+    for req, token in reversed(begun):
+        request.end(req, token)
 
 
 def run_cell(user_ns, code):
@@ -247,23 +250,24 @@ def test_inspect_reply(ns):
 
 
 def completion_free_inspect(user_ns, code, cursor, level):
-    return inspection.inspect(code, cursor, level, user_ns)
+    """inspect_reply content, with the magics found as the worker finds them."""
+    return inspection.inspect(code, cursor, level, user_ns, shell.find_magic)
 
 
-def test_help_and_pinfo_make_page_payloads(ns, capsys):
-    execute_request()
+def test_help_and_pinfo_make_page_payloads(ns, capsys, execute_request):
+    req = execute_request()
     run_cell(ns, "f?")
     run_cell(ns, "help(f)")
-    pages = [p for p in _kernel.payloads if p["source"] == "page"]
+    pages = [p for p in req.payloads if p["source"] == "page"]
     assert len(pages) == 2 and all(p["start"] == 0 for p in pages)
     assert "doc of f" in inspection.strip_ansi(pages[0]["data"]["text/plain"])
     assert pages[1]["data"]["text/plain"].startswith("Help on function f in module __main__:")
     run_cell(ns, "nosuchthing?")
     assert capsys.readouterr().out == "Object `nosuchthing` not found.\n"
-    assert len(_kernel.payloads) == 2
+    assert len(req.payloads) == 2
 
 
-def test_help_never_starts_a_pager(ns, monkeypatch):
+def test_help_never_starts_a_pager(ns, monkeypatch, execute_request):
     import pydoc
     import subprocess
 
@@ -272,10 +276,10 @@ def test_help_never_starts_a_pager(ns, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", refuse)
     monkeypatch.setattr(os, "system", refuse)
     monkeypatch.setattr(os, "popen", refuse)
-    execute_request()
-    for request in (True, "for", "keywords", str.join, pydoc):
-        builtins.help(request)
-    assert len(_kernel.payloads) == 5
+    req = execute_request()
+    for topic in (True, "for", "keywords", str.join, pydoc):
+        builtins.help(topic)
+    assert len(req.payloads) == 5
 
 
 # --- completion -----------------------------------------------------------------------------
@@ -502,7 +506,7 @@ def test_tracebacks_point_at_the_cell(ns):
         assert (frames[-1].filename, frames[-1].lineno) == ("<cell-1-1>", line), cell
 
 
-def test_get_ipython(ns, sent):
+def test_get_ipython(ns, sent, execute_request):
     sh = ns["get_ipython"]()
     assert sh is builtins.get_ipython() is shell.get_ipython()
     assert sh.user_ns is ns and "IPKernelApp" in sh.config
@@ -520,9 +524,9 @@ def test_get_ipython(ns, sent):
     assert list(sh.history_manager.get_range()) == [(0, 1, "a = 1"), (0, 2, "b = 2")]
     with pytest.raises(NotImplementedError, match="Restart"):
         sh.kernel.do_shutdown(True)
-    execute_request()
+    req = execute_request()
     sh.set_next_input("x = 1")
-    assert _kernel.payloads == [{"source": "set_next_input", "text": "x = 1",
+    assert req.payloads == [{"source": "set_next_input", "text": "x = 1",
                                  "replace": False}]
 
 

@@ -1,0 +1,237 @@
+"""Layer 1, link: the frames between the worker and the supervisor.
+
+A frame is one JSON object whose "type" names its kind, plus binary buffers
+(kernel/link.c frames them on the socketpair). The kinds are those of the C
+side, and this module is the one place in the runtime that names them:
+
+    supervisor to worker                  worker to supervisor
+    request      a request to handle      hello          the worker is ready
+    interrupt    an interrupt or a time   iopub          a message for iopub
+                 limit, for one request   reply          a request's one reply
+    subshell     a subshell created or    input_request  input() asks the client
+                 deleted
+    input_reply  the client's answer
+
+parse() checks what comes in and raises FrameError for anything else; a
+builder per kind makes what goes out. This module is also the only one that
+calls _sandpit, the C module the worker's embedding gives Python (frames,
+the output pump, the log). Outside a worker (the runtime's unit tests) there
+is no _sandpit: set_sink() then captures what would be sent, and output goes
+to file descriptors 1 and 2 themselves.
+"""
+
+import json
+import math
+import os
+
+try:
+    import _sandpit
+except ImportError:  # not inside a worker
+    _sandpit = None
+
+# supervisor to worker
+REQUEST = "request"
+INTERRUPT = "interrupt"
+SUBSHELL = "subshell"
+INPUT_REPLY = "input_reply"
+# worker to supervisor
+HELLO = "hello"
+IOPUB = "iopub"
+REPLY = "reply"
+INPUT_REQUEST = "input_request"
+
+INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY)
+OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST)
+
+# What parse() requires of each kind of frame from the supervisor: field -> type.
+_REQUIRED = {
+    REQUEST: {"shell": str, "msg_type": str, "header": dict},
+    INTERRUPT: {"shell": str, "parent": str, "reason": str},
+    SUBSHELL: {"op": str, "id": str},
+    INPUT_REPLY: {"parent": str, "content": dict},
+}
+SUBSHELL_OPS = ("create", "delete")
+INTERRUPT_REASONS = ("interrupt", "timeout")
+
+_sink = None
+
+
+class FrameError(ValueError):
+    """A frame from the supervisor that is not one of the kinds it sends."""
+
+
+# --- parsing -------------------------------------------------------------------------
+
+
+def parse(raw, buffers=()):
+    """(kind, frame, buffers) for the JSON text raw; FrameError if it is not a
+    frame of a kind the supervisor sends, with the fields that kind needs."""
+    try:
+        frame = json.loads(raw)
+    except ValueError as e:
+        raise FrameError("not JSON: %s" % e) from None
+    if not isinstance(frame, dict):
+        raise FrameError("not a JSON object")
+    kind = frame.get("type")
+    required = _REQUIRED.get(kind)
+    if required is None:
+        raise FrameError("unknown kind of frame %r" % (kind,))
+    for field, cls in required.items():
+        if not isinstance(frame.get(field), cls):
+            raise FrameError("a %s frame without %s (%s)" % (kind, field, cls.__name__))
+    if kind == SUBSHELL and frame["op"] not in SUBSHELL_OPS:
+        raise FrameError("a subshell frame with op %r" % (frame["op"],))
+    if kind == INTERRUPT and frame["reason"] not in INTERRUPT_REASONS:
+        raise FrameError("an interrupt frame with reason %r" % (frame["reason"],))
+    return kind, frame, list(buffers)
+
+
+# --- building --------------------------------------------------------------------------
+
+
+def iopub(msg_type, content, parent=None, metadata=None):
+    """A message for iopub, parented to the request whose msg_id is parent
+    (None: the main shell's running request)."""
+    frame = {"type": IOPUB, "msg_type": msg_type, "content": content}
+    if parent:
+        frame["parent"] = parent
+    if metadata:
+        frame["metadata"] = metadata
+    return frame
+
+
+def reply(shell, parent, content, metadata=None):
+    """The reply to the request whose msg_id is parent, running in shell (""
+    for the main shell)."""
+    frame = {"type": REPLY, "shell": shell, "parent": parent, "content": content}
+    if metadata:
+        frame["metadata"] = metadata
+    return frame
+
+
+def input_request(parent, prompt, password):
+    """input() or getpass() in the request whose msg_id is parent."""
+    return {"type": INPUT_REQUEST, "parent": parent,
+            "content": {"prompt": str(prompt), "password": bool(password)}}
+
+
+def _clean(obj):
+    """JSON has no NaN or infinity: they become null, as ipykernel's json_clean does."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _default(obj):
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        import base64
+        return base64.b64encode(bytes(obj)).decode("ascii")
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    return repr(obj)
+
+
+def dumps(obj):
+    """The JSON text of a frame, whatever JSON cannot say made into what it can."""
+    try:
+        return json.dumps(obj, allow_nan=False, default=_default, ensure_ascii=False)
+    except ValueError:
+        return json.dumps(_clean(obj), allow_nan=False, default=_default, ensure_ascii=False)
+
+
+# --- the transport ---------------------------------------------------------------------
+
+
+def set_sink(fn):
+    """Sends frames to fn(frame, buffers) instead of the supervisor (for tests);
+    None sends them to the supervisor again."""
+    global _sink
+    _sink = fn
+
+
+def send(frame, buffers=()):
+    """Sends one frame (built above) and its binary buffers to the supervisor."""
+    if _sink is not None:
+        _sink(frame, list(buffers))
+        return
+    _sandpit.send(dumps(frame).encode("utf-8", "surrogatepass"), list(buffers))
+
+
+def send_hello(text):
+    """Sends the hello the worker's C side wrote (with the sandbox's report):
+    the first frame, which says the worker is ready."""
+    if json.loads(text).get("type") != HELLO:
+        raise FrameError("the worker's first frame must be a hello")
+    _sandpit.send(text.encode())
+
+
+def recv():
+    """The next frame from the supervisor, parsed: (kind, frame, buffers).
+    Waits for it; EOFError when the supervisor has closed the link."""
+    raw, buffers = _sandpit.recv(True)
+    return parse(raw, buffers)
+
+
+def write(fd, data, tag=None):
+    """Output for fd 1 or 2, belonging to the request whose msg_id is tag:
+    handed to the output pump (a copy into memory). Returns len(data)."""
+    if _sandpit is not None:
+        return _sandpit.write(fd, data, tag)
+    view = memoryview(data.encode("utf-8", "replace") if isinstance(data, str)
+                      else data).cast("B")
+    while view:
+        view = view[os.write(fd, view):]
+    return len(data)
+
+
+def flush():
+    """Sends the output written so far to stdout and stderr (Python's streams,
+    then what the pump holds), before anything else goes out."""
+    try:
+        import sys
+        for s in (sys.stdout, sys.stderr):
+            if s is not None and hasattr(s, "flush"):
+                s.flush()
+    except Exception:
+        pass
+    if _sandpit is not None:
+        _sandpit.flush()
+
+
+def set_default_tag(tag):
+    """The request that output written by C code to fds 1 and 2 belongs to."""
+    if _sandpit is not None:
+        _sandpit.set_default_tag(tag)
+
+
+# The output pump's cap and count of dropped bytes (kernel/worker/pump.c), kept
+# per request: execute_request calls these two around a cell.
+def output_begin(msg_id, max_bytes):
+    """Sets the stream cap of the request msg_id, about to run (0: none)."""
+    if _sandpit is not None:
+        _sandpit.output_begin(msg_id, int(max_bytes or 0))
+
+
+def output_end(msg_id):
+    """Sends what the request wrote; returns how many bytes it dropped past its cap."""
+    if _sandpit is None:
+        return 0
+    flush()
+    return _sandpit.output_end(msg_id)
+
+
+_LEVELS = {"error": 0, "warning": 1, "info": 2, "debug": 3}
+
+
+def log(level, text):
+    """A line in the kernel's log: level is "error", "warning", "info" or "debug"."""
+    if _sandpit is not None:
+        _sandpit.log(_LEVELS.get(level, 1), str(text))
