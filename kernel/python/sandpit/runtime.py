@@ -715,7 +715,7 @@ HANDLERS = {
 
 # Modules of this package with an install(user_ns) that sets up the user's
 # world before the first cell (display(), get_ipython(), ...), in this order.
-INSTALLERS = ["display", "comms", "shell", "guard"]
+INSTALLERS = ["display", "comms", "shell", "guard", "seeding"]
 
 
 def _inherit_output_parent():
