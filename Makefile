@@ -41,10 +41,14 @@ LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
 PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
 KERNEL_SRC   := $(filter-out kernel/main.c,$(wildcard kernel/*.c))
+# The client commands (start, stop, status, run, mcp): processes of their own
+# that share the binary.
+CLIENT_SRC   := $(wildcard kernel/client/*.c)
 PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
 LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/logo-svg.svg
 
-LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_SRC)) \
+LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_SRC) \
+                                   $(CLIENT_SRC)) \
            $(BUILD)/embedded.o
 BIN     := $(BUILD)/sandpit
 
@@ -123,7 +127,8 @@ unit-test: $(UNIT_BINS)
 integration-test: $(BIN)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
-C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] tests/unit/*.[ch])
+C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] kernel/client/*.[ch] \
+                      tests/unit/*.[ch])
 format-check:
 	@clang-format --dry-run --Werror $(C_FILES) && echo "format: clean"
 
