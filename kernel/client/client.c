@@ -362,6 +362,22 @@ int client_wait(struct client *c, enum connection_channel ch, const char *id,
     return rc;
 }
 
+/* The ids of the requests one client_ready has sent: only answers to them
+ * count, so that late messages from a kernel that has just exited (a
+ * restart) are not taken for the new kernel's. */
+struct sent_ids {
+    char (*ids)[CLIENT_ID_LEN];
+    size_t n, cap;
+};
+
+static bool sent_has(const struct sent_ids *s, const char *id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->ids[i], id) == 0)
+            return true;
+    return false;
+}
+
 int client_ready(struct client *c, const struct client_wait *w, struct msg **info)
 {
     static const struct client_wait none;
@@ -371,6 +387,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         *info = NULL;
     double start = now_s();
     struct msg *reply = NULL;
+    struct sent_ids sent = {0};
     bool iopub = false;
     int rc = 0;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
@@ -380,13 +397,23 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
             rc = -ETIMEDOUT;
             break;
         }
-        char id[CLIENT_ID_LEN];
-        if ((rc =
-                 client_send(c, CONNECTION_SHELL, "kernel_info_request", NULL, NULL, id)))
+        if (sent.n == sent.cap) {
+            size_t cap = sent.cap ? sent.cap * 2 : 16;
+            void *ni = realloc(sent.ids, cap * sizeof *sent.ids);
+            if (!ni) {
+                rc = -ENOMEM;
+                break;
+            }
+            sent.ids = ni;
+            sent.cap = cap;
+        }
+        if ((rc = client_send(c, CONNECTION_SHELL, "kernel_info_request", NULL, NULL,
+                              sent.ids[sent.n])))
             break;
+        sent.n++;
         double resend = now + READY_RESEND_S;
-        /* Wait for this request's reply or the next resend, whichever first;
-         * a reply to an earlier request counts as well. */
+        /* Wait for an answer or the next resend, whichever first; the answer
+         * to an earlier request of this call counts as well. */
         while (!rc && (!reply || !iopub) && now_s() < resend) {
             zmq_pollitem_t items[2 + MAX_WATCH];
             memset(items, 0, sizeof items);
@@ -404,13 +431,14 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
             struct msg *m;
             int r;
             while ((r = recv_one(c, c->sockets[CONNECTION_SHELL], &m)) != -EAGAIN) {
-                if (!r && !reply && strcmp(msg_type(m), "kernel_info_reply") == 0)
+                if (!r && !reply && strcmp(msg_type(m), "kernel_info_reply") == 0 &&
+                    sent_has(&sent, parent_id(m)))
                     reply = m;
                 else
                     msg_free(m);
             }
             while ((r = recv_one(c, c->sockets[CONNECTION_IOPUB], &m)) != -EAGAIN) {
-                if (!r)
+                if (!r && sent_has(&sent, parent_id(m)))
                     iopub = true;
                 msg_free(m);
             }
@@ -421,6 +449,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         if (rc)
             break;
     }
+    free(sent.ids);
     if (!rc && info)
         *info = reply;
     else

@@ -77,11 +77,13 @@ struct client_wait {
 int client_wait(struct client *c, enum connection_channel ch, const char *id,
                 const struct client_wait *w, struct msg **reply);
 
-/* Sends kernel_info_request until the kernel answers and the iopub
- * subscription is known to work (an iopub message has arrived), so that no
- * output of the next request is lost. w (may be NULL) gives the time limit
- * and descriptors to watch, as for client_wait. *info (when not NULL) is the
- * new kernel_info_reply. Returns 0, -ETIMEDOUT, on_fd's value, or -errno. */
+/* Sends kernel_info_request until the kernel answers one of them and the
+ * iopub subscription is known to work (an iopub message parented to one of
+ * them has arrived), so that no output of the next request is lost. Late
+ * messages from before the call (a kernel that has just exited) do not count. w (may be
+ * NULL) gives the time limit and descriptors to watch, as for client_wait. *info (when
+ * not NULL) is the new kernel_info_reply. Returns 0, -ETIMEDOUT, on_fd's value, or
+ * -errno. */
 int client_ready(struct client *c, const struct client_wait *w, struct msg **info);
 
 /* One heartbeat: 0 when the kernel echoed within timeout_ms, else -ETIMEDOUT. */

@@ -30,6 +30,8 @@
 
 #include "protocol/errbuf.h"
 
+#define EXIT_GRACE_S 5.0 /* a kernel's time to exit on request, as jupyter_client's */
+
 extern char **environ;
 
 static double now_s(void)
@@ -344,10 +346,24 @@ static int on_exit_done(void *arg, int fd)
 int launch_restart(struct launched *k, struct client *c, double timeout_s, char *err,
                    size_t errlen)
 {
+    /* Only a sandpit kernel knows in_place; any other exits on this request
+     * (ipykernel even answers a few requests on its way out, so answering is
+     * no sign of staying). */
+    struct client_wait ready = {.fds = &k->pidfd,
+                                .nfds = k->pidfd >= 0,
+                                .on_fd = on_exit_fd,
+                                .timeout_s = timeout_s};
+    struct msg *info = NULL;
+    int rc = client_ready(c, &ready, &info);
+    bool in_place = rc == 0 && json_is_object(json_object_get(info->content, "sandpit"));
+    msg_free(info);
+    if (rc && rc != -ECHILD)
+        return errbuf_set(rc, err, errlen, "the kernel does not answer: %s",
+                          strerror(-rc));
     json_t *content = json_pack("{s:b}", "restart", 1);
     json_t *meta = json_pack("{s:{s:b}}", "sandpit", "in_place", 1);
     char id[CLIENT_ID_LEN];
-    int rc = client_send(c, CONNECTION_CONTROL, "shutdown_request", &content, &meta, id);
+    rc = client_send(c, CONNECTION_CONTROL, "shutdown_request", &content, &meta, id);
     if (rc)
         return errbuf_set(rc, err, errlen, "cannot send the restart request: %s",
                           strerror(-rc));
@@ -362,19 +378,26 @@ int launch_restart(struct launched *k, struct client *c, double timeout_s, char 
     if (rc < 0 && rc != -EHOSTDOWN)
         return errbuf_set(rc, err, errlen, "the kernel did not answer the restart: %s",
                           strerror(-rc));
-    /* In place, the kernel answers again once its new worker runs; a kernel
-     * that follows the spec exits instead. */
-    if (rc == 0 && !launch_exited(k)) {
+    /* In place, the kernel answers again once its new worker runs (and if it
+     * exits instead, the pidfd says so); a kernel that follows the spec exits,
+     * and is given as long as jupyter_client gives it before it is ended. */
+    if (rc == 0 && in_place && !launch_exited(k)) {
         rc = launch_wait_ready(k, c, timeout_s, NULL, err, errlen);
         if (rc != -ECHILD)
             return rc;
     }
     if (!k->argv)
         return errbuf_set(-ECHILD, err, errlen,
-                          "the kernel exited on restart, and was not started by this "
-                          "command: start it again the way it was started");
-    if (!wait_exit(k, timeout_s))
-        return errbuf_set(-ETIMEDOUT, err, errlen, "the kernel did not exit");
+                          "the kernel does not restart in place, and was not started by "
+                          "this command: start it again the way it was started");
+    if (!wait_exit(k, EXIT_GRACE_S)) {
+        kill(k->pid, SIGTERM);
+        if (!wait_exit(k, 3)) {
+            kill(k->pid, SIGKILL);
+            if (!wait_exit(k, 5))
+                return errbuf_set(-ETIMEDOUT, err, errlen, "the kernel did not exit");
+        }
+    }
     char **argv = copy_argv(k->argv);
     char *log = k->log_path ? strdup(k->log_path) : NULL;
     rc = launch_start(k, &argv, k->child, log, err, errlen);

@@ -51,9 +51,11 @@ int launch_wait_ready(struct launched *k, struct client *c, double timeout_s,
                       struct msg **info, char *err, size_t errlen);
 
 /* Restarts the kernel's interpreter: a shutdown_request with restart true and
- * metadata {"sandpit": {"in_place": true}}. A kernel that replaces its worker
- * in place keeps its process; one that exits instead is started again with
- * the same command line and connection file. Returns 0 (same process), 1
+ * metadata {"sandpit": {"in_place": true}}. A sandpit kernel (its
+ * kernel_info_reply has a "sandpit" section) that replaces its worker in
+ * place keeps its process; any kernel that exits instead (as the messaging
+ * spec says it does; other kernels are ended if they linger) is started again
+ * with the same command line and connection file. Returns 0 (same process), 1
  * (started again: k->pid changed), or -errno with a sentence in err. */
 int launch_restart(struct launched *k, struct client *c, double timeout_s, char *err,
                    size_t errlen);

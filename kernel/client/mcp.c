@@ -188,7 +188,7 @@ static void on_iopub(void *arg, const struct msg *msg)
         if (text)
             send_progress(m, text);
     } else if (strcmp(type, "execute_input") == 0) {
-        send_progress(m, "started");
+        send_progress(m, "running");
     }
 }
 
