@@ -250,6 +250,10 @@ char *outcome_strip_ansi(const char *text)
                 p++;
             else if (*p)
                 p += 2;
+        } else if (*p && strchr("()*+", *p)) { /* a character set: ESC ( B */
+            p++;
+            if (*p)
+                p++;
         } else if (*p) { /* a two-byte escape */
             p++;
         }
