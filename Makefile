@@ -96,7 +96,7 @@ DEB_TEST  := python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
              python3-comm python3-ipywidgets jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
-             jupyter-server python3-jupyter-server python3-websocket nodejs
+             jupyter-server python3-jupyter-server python3-websocket nodejs jq
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
 # services), pinned by tests/node/package-lock.json.
