@@ -72,3 +72,21 @@ def test_mcp_configuration_snippet_starts_a_server(jupyter_dir, tmp_path):
     assert replies[1]["result"]["serverInfo"]["name"] == "sandpit"
     text = replies[2]["result"]["content"][0]["text"]
     assert text == repr(str(tmp_path.resolve())), "the kernel runs in the workspace given"
+
+
+def test_containerfile_builds_what_make_needs():
+    """No container engine here: check what can drift without one. The image's
+    build stage installs the Debian packages `make` needs (the Makefile's
+    DEB_BUILD, but for the formatter), and installs the kernelspec; the
+    README points to the page that explains it."""
+    import re
+    make = open(os.path.join(ROOT, "Makefile")).read()
+    build = re.search(r"^DEB_BUILD := (.*?)(?<!\\)\n", make, re.S | re.M).group(1)
+    needed = set(build.replace("\\", " ").split()) - {"clang-format"}
+    text = open(os.path.join(ROOT, "Containerfile")).read()
+    stage = text.split("FROM debian:12 AS build", 1)[1].split("\nFROM ", 1)[0]
+    installed = set(re.search(r"--no-install-recommends(.*?)&&", stage, re.S).group(1)
+                    .replace("\\", " ").split())
+    assert needed <= installed, needed - installed
+    assert "RUN sandpit install" in text and "make -C /src all" in text
+    assert "](docs/scale.md)" in open(os.path.join(ROOT, "README.md")).read()
