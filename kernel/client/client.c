@@ -33,7 +33,7 @@
 #define READY_RESEND_S  0.5  /* kernel_info_request again until iopub answers */
 #define SEND_TIMEOUT_MS 10000
 
-static double now_s(void)
+double client_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -224,7 +224,7 @@ static int recv_one(struct client *c, void *sock, struct msg **out)
 int client_recv(struct client *c, enum connection_channel ch, int timeout_ms,
                 struct msg **out)
 {
-    double deadline = timeout_ms < 0 ? 0 : now_s() + timeout_ms / 1000.0;
+    double deadline = timeout_ms < 0 ? 0 : client_now() + timeout_ms / 1000.0;
     *out = NULL;
     for (;;) {
         int rc = recv_one(c, c->sockets[ch], out);
@@ -234,7 +234,7 @@ int client_recv(struct client *c, enum connection_channel ch, int timeout_ms,
             continue;
         long wait = -1;
         if (timeout_ms >= 0) {
-            double left = deadline - now_s();
+            double left = deadline - client_now();
             if (left <= 0)
                 return -ETIMEDOUT;
             wait = (long)(left * 1000) + 1;
@@ -294,13 +294,13 @@ int client_wait(struct client *c, enum connection_channel ch, const char *id,
     if (!w)
         w = &none;
     *reply = NULL;
-    double start = now_s();
+    double start = client_now();
     struct heartbeat hb = {.next_at = start + HB_INTERVAL_S};
     bool idle = w->skip_idle;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
     int rc = 0;
     while (!*reply || !idle) {
-        double now = now_s();
+        double now = client_now();
         if (w->timeout_s > 0 && now - start >= w->timeout_s) {
             rc = -ETIMEDOUT;
             break;
@@ -325,7 +325,7 @@ int client_wait(struct client *c, enum connection_channel ch, const char *id,
             rc = -errno;
             break;
         }
-        now = now_s();
+        now = client_now();
         if (items[2].revents & ZMQ_POLLIN)
             heartbeat_read(c, &hb, now);
         struct msg *m;
@@ -385,14 +385,14 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         w = &none;
     if (info)
         *info = NULL;
-    double start = now_s();
+    double start = client_now();
     struct msg *reply = NULL;
     struct sent_ids sent = {0};
     bool iopub = false;
     int rc = 0;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
     while (!reply || !iopub) {
-        double now = now_s();
+        double now = client_now();
         if (w->timeout_s > 0 && now - start >= w->timeout_s) {
             rc = -ETIMEDOUT;
             break;
@@ -414,7 +414,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         double resend = now + READY_RESEND_S;
         /* Wait for an answer or the next resend, whichever first; the answer
          * to an earlier request of this call counts as well. */
-        while (!rc && (!reply || !iopub) && now_s() < resend) {
+        while (!rc && (!reply || !iopub) && client_now() < resend) {
             zmq_pollitem_t items[2 + MAX_WATCH];
             memset(items, 0, sizeof items);
             items[0] = (zmq_pollitem_t){.socket = c->sockets[CONNECTION_SHELL],
@@ -423,7 +423,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
                                         .events = ZMQ_POLLIN};
             for (size_t i = 0; i < nfds; i++)
                 items[2 + i] = (zmq_pollitem_t){.fd = w->fds[i], .events = ZMQ_POLLIN};
-            long wait = (long)((resend - now_s()) * 1000) + 1;
+            long wait = (long)((resend - client_now()) * 1000) + 1;
             if (zmq_poll(items, (int)(2 + nfds), wait) < 0 && errno != EINTR) {
                 rc = -errno;
                 break;
@@ -466,9 +466,9 @@ int client_heartbeat(struct client *c, int timeout_ms)
     if (zmq_send(s, "ping", 4, ZMQ_DONTWAIT) != 4)
         return -errno;
     zmq_pollitem_t item = {.socket = s, .events = ZMQ_POLLIN};
-    double deadline = now_s() + timeout_ms / 1000.0;
+    double deadline = client_now() + timeout_ms / 1000.0;
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - client_now();
         if (left <= 0)
             return -ETIMEDOUT;
         if (zmq_poll(&item, 1, (long)(left * 1000) + 1) < 0 && errno != EINTR)

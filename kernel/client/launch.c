@@ -34,13 +34,6 @@
 
 extern char **environ;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void free_argv(char **argv)
 {
     for (size_t i = 0; argv && argv[i]; i++)
@@ -273,9 +266,9 @@ bool launch_exited(struct launched *k)
 /* Waits up to timeout_s for the kernel to exit. True once it has. */
 static bool wait_exit(struct launched *k, double timeout_s)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = client_now() + timeout_s;
     while (!launch_exited(k)) {
-        double left = deadline - now_s();
+        double left = deadline - client_now();
         if (left <= 0)
             return false;
         if (k->pidfd >= 0) {
@@ -301,7 +294,7 @@ int launch_wait_ready(struct launched *k, struct client *c, double timeout_s,
 {
     if (info)
         *info = NULL;
-    double start = now_s();
+    double start = client_now();
     struct client_wait w = {.fds = &k->pidfd,
                             .nfds = k->pidfd >= 0,
                             .on_fd = on_exit_fd,
@@ -315,7 +308,7 @@ int launch_wait_ready(struct launched *k, struct client *c, double timeout_s,
                                     "silent", 1, "store_history", 0, "user_expressions",
                                     "allow_stdin", 0, "stop_on_error", 0);
         char id[CLIENT_ID_LEN];
-        w.timeout_s = timeout_s - (now_s() - start);
+        w.timeout_s = timeout_s - (client_now() - start);
         if (w.timeout_s <= 0)
             rc = -ETIMEDOUT;
         else if (!(rc = client_send(c, CONNECTION_SHELL, "execute_request", &content,

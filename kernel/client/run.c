@@ -191,22 +191,6 @@ static char *read_all(const char *path)
     return buf;
 }
 
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -errno;
-}
-
 /* What a run keeps while the cell runs. */
 struct run {
     const struct run_args *args;
@@ -235,7 +219,7 @@ static int save_image(void *arg, int execution_count, int index, const char *mim
     struct run *r = arg;
     int rc;
     if (!r->outdir_made) {
-        if ((rc = mkdir_p(r->outdir))) {
+        if ((rc = instance_mkdirs(r->outdir, 0755))) {
             fprintf(stderr, "sandpit run: cannot make %s: %s\n", r->outdir,
                     strerror(-rc));
             return rc;
