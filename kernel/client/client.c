@@ -30,8 +30,10 @@
 #define MAX_FRAMES      1024 /* frames in one message; more is dropped */
 #define HB_INTERVAL_S   3.0  /* a heartbeat ping this often while waiting */
 #define HB_GRACE_S      15.0 /* no echo for this long: the kernel is gone */
-#define READY_RESEND_S  0.5  /* kernel_info_request again until iopub answers */
+#define READY_RESEND_S  0.5  /* at most this long between kernel_info_requests */
+#define READY_FIRST_S   0.05 /* the first resend: a subscription takes a moment */
 #define SEND_TIMEOUT_MS 10000
+#define CLOSE_LINGER_MS 100 /* what is still unsent at close may take this long */
 
 double client_now(void)
 {
@@ -117,9 +119,14 @@ fail:
 
 void client_close(struct client *c)
 {
+    /* Every request that matters has been answered by now: what is left (a
+     * ping to a kernel that has exited) must not hold the close for a second. */
+    int linger = CLOSE_LINGER_MS;
     for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++)
-        if (c->sockets[ch])
+        if (c->sockets[ch]) {
+            zmq_setsockopt(c->sockets[ch], ZMQ_LINGER, &linger, sizeof linger);
             zmq_close(c->sockets[ch]);
+        }
     if (c->zctx)
         zmq_ctx_term(c->zctx);
     sign_release(&c->sign);
@@ -390,6 +397,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
     struct sent_ids sent = {0};
     bool iopub = false;
     int rc = 0;
+    double interval = READY_FIRST_S;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
     while (!reply || !iopub) {
         double now = client_now();
@@ -411,7 +419,8 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
                               sent.ids[sent.n])))
             break;
         sent.n++;
-        double resend = now + READY_RESEND_S;
+        double resend = now + interval;
+        interval = interval * 2 < READY_RESEND_S ? interval * 2 : READY_RESEND_S;
         /* Wait for an answer or the next resend, whichever first; the answer
          * to an earlier request of this call counts as well. */
         while (!rc && (!reply || !iopub) && client_now() < resend) {
@@ -438,7 +447,10 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
                     msg_free(m);
             }
             while ((r = recv_one(c, c->sockets[CONNECTION_IOPUB], &m)) != -EAGAIN) {
-                if (!r && sent_has(&sent, parent_id(m)))
+                /* An answer to one of ours, or the welcome a kernel that
+                 * implements JEP 65 sends each new subscriber. */
+                if (!r && (sent_has(&sent, parent_id(m)) ||
+                           strcmp(msg_type(m), "iopub_welcome") == 0))
                     iopub = true;
                 msg_free(m);
             }
