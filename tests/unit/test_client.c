@@ -6,7 +6,6 @@
  * kernel files live; fresh connection files. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,32 +26,13 @@
 #include "protocol/msg.h"
 #include "testing.h"
 
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-                        struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* A folder for this test, removed by remove_temp_dir() at its end (each test
- * runs in a process of its own, which the runner ends with _exit). */
-static char made[64];
-
-static void remove_temp_dir(void)
-{
-    if (made[0])
-        nftw(made, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
+/* A folder for this test, which the runner removes after it. */
 static char *temp_dir(void)
 {
     static char dir[64];
     snprintf(dir, sizeof dir, "/tmp/sandpit-client-XXXXXX");
     REQUIRE(mkdtemp(dir) != NULL);
-    snprintf(made, sizeof made, "%s", dir);
+    testing_remove_after(dir);
     return dir;
 }
 
@@ -422,7 +402,6 @@ static void test_workspace_read_is_confined(void)
     CHECK_INT(workspace_read(&w, "a.txt", 3, &data, &len, err, sizeof err), -EFBIG);
     CHECK_INT(workspace_read(&w, "sub", 1000, &data, &len, err, sizeof err), -EISDIR);
     CHECK(data == NULL);
-    remove_temp_dir();
 }
 
 static void test_workspace_list_never_follows_links(void)
@@ -456,7 +435,6 @@ static void test_workspace_list_never_follows_links(void)
     json_decref(list);
     CHECK(workspace_list(&w, "sub/up", 100, &truncated, err, sizeof err) == NULL);
     CHECK(workspace_list(&w, "..", 100, &truncated, err, sizeof err) == NULL);
-    remove_temp_dir();
 }
 
 /* --- where a workspace's kernel lives -------------------------------------------------
@@ -517,7 +495,6 @@ static void test_instance_files_follow_the_real_path(void)
     snprintf(file, sizeof file, "%s/missing", dir);
     CHECK_INT(instance_locate(&a, file, err, sizeof err), -ENOENT);
     CHECK(strstr(err, "missing") != NULL);
-    remove_temp_dir();
 }
 
 static void test_alive_means_the_same_process(void)
@@ -564,7 +541,6 @@ static void test_state_file_round_trip(void)
     CHECK_INT(instance_read_state(&in, &st), -EINVAL);
     write_text(in.state_file, "not json");
     CHECK_INT(instance_read_state(&in, &st), -EINVAL);
-    remove_temp_dir();
 }
 
 static void test_fresh_connection_file(void)
@@ -592,7 +568,6 @@ static void test_fresh_connection_file(void)
     CHECK(memcmp(c.key, d.key, 36) != 0); /* a fresh key each time */
     connection_release(&c);
     connection_release(&d);
-    remove_temp_dir();
 }
 
 static const struct testing_case cases[] = {
