@@ -102,8 +102,12 @@ DEB_TEST  := python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              jupyter-nbconvert python3-nbconvert jupyter-console tmux \
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
              python3-comm python3-ipywidgets jupyter-notebook python3-notebook \
-             python3-widgetsnbextension chromium chromium-driver python3-selenium
+             python3-widgetsnbextension chromium chromium-driver python3-selenium \
+             jupyter-server python3-jupyter-server python3-websocket nodejs jq
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
+# JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
+# services), pinned by tests/node/package-lock.json.
+NODE_DIR  := tests/node
 
 deps:
 	@installed=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(DEB_ALL) 2>/dev/null \
@@ -117,6 +121,15 @@ deps:
 	else \
 	    echo "run: sudo apt-get update && sudo apt-get install -y" $$missing; exit 1; \
 	fi
+	@$(MAKE) -s --no-print-directory $(NODE_DIR)/node_modules/.package-lock.json
+
+# Debian's own nodejs comes without npm (a separate package); NodeSource's has it.
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@command -v npm >/dev/null || { \
+	    if [ "$$(id -u)" = 0 ]; then \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y npm; \
+	    else echo "run: sudo apt-get install -y npm"; exit 1; fi; }
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund
 
 # --- tests ------------------------------------------------------------------------
 test: deps

@@ -105,13 +105,12 @@ int install_main(int argc, char **argv)
             interrupt_mode = argv[++i];
         } else if (strcmp(a, "--profile") == 0 && next) {
             const char *p = argv[++i];
-            if (strcmp(p, "agent") == 0) {
-                agent = true;
-            } else if (strcmp(p, "default") != 0) {
-                fprintf(stderr,
-                        "sandpit install: unknown profile \"%s\" (default, agent)\n", p);
+            char perr[128];
+            if (options_apply_profile(&o, p, perr, sizeof perr)) {
+                fprintf(stderr, "sandpit install: %s\n", perr);
                 goto out;
             }
+            agent = strcmp(p, "agent") == 0;
         } else {
             rest[nrest++] = argv[i];
         }
@@ -123,13 +122,6 @@ int install_main(int argc, char **argv)
     if (strcmp(interrupt_mode, "message") != 0 && strcmp(interrupt_mode, "signal") != 0) {
         fprintf(stderr, "sandpit install: --interrupt-mode takes message or signal\n");
         goto out;
-    }
-    if (agent) {
-        /* Tuned for agents: short cells, short output, bounded memory, no network. */
-        o.timeout_s = 30;
-        o.max_output = 10000;
-        o.memory_mib = 2048;
-        o.network = false;
     }
     char err[256];
     if (options_parse(&o, nrest, rest, err, sizeof err) ||

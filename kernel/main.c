@@ -3,6 +3,7 @@
  *   sandpit kernel -f CONNECTION_FILE [options]   the kernel (from kernel.json)
  *   sandpit install [--user | --prefix DIR] ...   write a kernelspec
  *   sandpit check-sandbox                         what the sandbox can do here
+ *   sandpit start|stop|status|run|mcp ...         the clients (kernel/client/)
  *   sandpit worker ...                            internal: the worker process
  *
  * The kernel's stdout is never written to: in kernel mode everything goes
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel/client/commands.h"
 #include "kernel/install.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
@@ -28,6 +30,10 @@ static void usage(FILE *f)
         "  sandpit install [--user | --prefix DIR] [--name NAME] [--display-name TEXT]\n"
         "                  [--profile default|agent] [options]\n"
         "  sandpit check-sandbox [options]\n"
+        "  sandpit start [--workspace DIR] [--profile default|agent] [options]\n"
+        "  sandpit run [CODE | -f FILE] [--json] ...   (sandpit run --help)\n"
+        "  sandpit status [--json] | sandpit stop\n"
+        "  sandpit mcp [--workspace DIR] [--profile default|agent] [options]\n"
         "  sandpit --version\n\n"
         "options:\n",
         SANDPIT_VERSION);
@@ -104,6 +110,9 @@ int main(int argc, char **argv)
         return install_main(argc - 1, argv + 1);
     if (strcmp(cmd, "check-sandbox") == 0)
         return check_sandbox_main(argc - 1, argv + 1);
+    int client_status = commands_main(cmd, argc - 1, argv + 1, SANDPIT_VERSION);
+    if (client_status >= 0)
+        return client_status;
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
 #if defined(__SANITIZE_ADDRESS__)
         printf("sandpit %s (Python %s, AddressSanitizer build)\n", SANDPIT_VERSION,

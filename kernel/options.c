@@ -49,6 +49,8 @@ static const struct opt table[] = {
      "NAMES  comma-separated environment variables the code may see (with the sandbox "
      "on, "
      "only a short list of harmless ones is passed)"},
+    {"seed", OPT_STRING, OFF(seed),
+     "N      seed random (and numpy.random) in each new worker, so reruns repeat"},
     {"tmpdir", OPT_STRING, OFF(tmpdir), NULL}, /* internal: supervisor to worker */
     {"hide", OPT_STRING, OFF(hide), NULL},     /* internal: supervisor to worker */
 };
@@ -73,6 +75,7 @@ void options_release(struct options *o)
     free(o->tmpdir);
     free(o->hide);
     free(o->pass_env);
+    free(o->seed);
     options_init(o);
 }
 
@@ -169,8 +172,34 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
     return 0;
 }
 
+int options_apply_profile(struct options *o, const char *name, char *err, size_t errlen)
+{
+    if (strcmp(name, "agent") == 0) {
+        /* Tuned for agents: short cells, short output, bounded memory, no network. */
+        o->timeout_s = 30;
+        o->max_output = 10000;
+        o->memory_mib = 2048;
+        o->network = false;
+        return 0;
+    }
+    if (strcmp(name, "default") == 0)
+        return 0;
+    return errbuf_set(-EINVAL, err, errlen, "unknown profile \"%s\" (default, agent)",
+                      name);
+}
+
 int options_check(const struct options *o, char *err, size_t errlen)
 {
+    if (o->seed) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(o->seed, &end, 10);
+        if (!*o->seed || *end || errno || o->seed[0] == '-' || v > 0xffffffffULL)
+            return errbuf_set(-EINVAL, err, errlen,
+                              "--seed needs a whole number from 0 to 4294967295, not "
+                              "\"%s\"",
+                              o->seed);
+    }
     if (o->figure_format && strcmp(o->figure_format, "png") != 0 &&
         strcmp(o->figure_format, "retina") != 0 && strcmp(o->figure_format, "svg") != 0)
         return errbuf_set(-EINVAL, err, errlen,

@@ -24,6 +24,7 @@ struct options {
     int dpi;
     char *preload;  /* comma-separated modules imported before lock-in */
     char *pass_env; /* comma-separated environment variables the code may see */
+    char *seed;     /* seeds random (and numpy.random) in each new worker; NULL: none */
     char *tmpdir;   /* internal: the worker's private temporary folder */
     char *hide;     /* internal: a file the worker must not read (the key's) */
 };
@@ -35,6 +36,10 @@ void options_release(struct options *o);
  * An unknown option or a stray argument is an error. Returns 0, or -EINVAL
  * (-ENOMEM) with a sentence in err. */
 int options_parse(struct options *o, int argc, char **argv, char *err, size_t errlen);
+
+/* Applies a named set of defaults ("default", "agent") before the options
+ * given after it are parsed. 0 or -EINVAL with a sentence in err. */
+int options_apply_profile(struct options *o, const char *name, char *err, size_t errlen);
 
 /* Checks that the values make sense together. 0 or -EINVAL with err. */
 int options_check(const struct options *o, char *err, size_t errlen);

@@ -52,6 +52,9 @@ static void set_environment(const struct options *o)
         snprintf(dpi, sizeof dpi, "%d", o->dpi);
         setenv("SANDPIT_DPI", dpi, 1);
     }
+    /* --seed, read by sandpit/seeding.py in each new worker. */
+    if (o->seed)
+        setenv("SANDPIT_SEED", o->seed, 1);
     /* Tools that cache under the home folder (jedi, fontconfig) cache here. */
     setenv("XDG_CACHE_HOME", o->tmpdir, 1);
     /* matplotlib writes its font cache here; the inline backend is ours. */

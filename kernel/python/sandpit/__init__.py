@@ -22,6 +22,7 @@ against this table.
     2 execution           guard         what the sandbox refuses, in clear words
                           execution     compile and run a cell, its result, await
                           tracebacks    an exception as the client shows it
+                          seeding       --seed: random and numpy.random seeded
     3 display             pretty        IPython's text/plain of an object
                           display       MIME bundles, display(), display objects
                           figures       matplotlib figures as display_data

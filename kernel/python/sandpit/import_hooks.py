@@ -27,6 +27,8 @@ them does not pay for them), yet each needs a word as soon as it is loaded:
 - matplotlib gets interactive mode and the kernel's dpi option as soon as it
   is imported with sandpit's backend (see sandpit.figures.apply_rc), so that
   a plt.ioff() written before the first figure is respected.
+- numpy.random is seeded when the kernel has --seed (see sandpit.seeding),
+  as soon as a cell imports numpy: numpy is not imported to seed it.
 
 The mechanism is one finder, first on sys.meta_path, that finds nothing
 itself: for these few module names it asks the finders after it and wraps
@@ -87,6 +89,11 @@ def patch_matplotlib(module):
     figures.apply_rc(module)
 
 
+def patch_numpy_random(module):
+    from . import seeding
+    seeding.seed_numpy(module)
+
+
 _PATCHES = {
     "IPython.core.getipython": patch_getipython,
     "ipykernel.comm.comm": patch_ipykernel_comm,
@@ -94,6 +101,7 @@ _PATCHES = {
     "IPython.core.display": patch_ipython_display,
     "pandas": patch_pandas,
     "matplotlib": patch_matplotlib,
+    "numpy.random": patch_numpy_random,
 }
 
 

@@ -41,6 +41,7 @@ from . import handlers
 from . import import_hooks
 from . import link
 from . import request
+from . import seeding
 from . import shell
 from . import streams
 from . import tracebacks
@@ -238,9 +239,10 @@ def _reply(req, content, metadata=None):
 
 # What sets up the user's world before the first cell, in this order: display(),
 # comms, get_ipython(), the hooks that adapt IPython, ipykernel, pandas and
-# matplotlib as they are imported, the audit hook that explains the sandbox.
+# matplotlib as they are imported, the audit hook that explains the sandbox, and
+# the seed of random numbers (--seed).
 INSTALLERS = [display.install, comms.install, shell.install, import_hooks.install,
-              guard.install]
+              guard.install, seeding.install]
 
 
 def _figure_formatters(fig):

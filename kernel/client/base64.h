@@ -1,0 +1,19 @@
+/* base64: the encoding Jupyter uses for binary MIME data (image/png) in JSON.
+ * The client decodes a kernel's images to write them as files, and encodes a
+ * workspace file to hand it to an MCP client. Both return new buffers. */
+#ifndef SANDPIT_BASE64_H
+#define SANDPIT_BASE64_H
+
+#include <stddef.h>
+
+/* Decodes text (len bytes; newlines and other whitespace are skipped, as in
+ * the line-wrapped base64 some kernels send). On success *out is a new buffer
+ * (caller frees) of *outlen bytes. Returns 0, -EINVAL for a character outside
+ * the alphabet or bad padding, or -ENOMEM. */
+int base64_decode(const char *text, size_t len, unsigned char **out, size_t *outlen);
+
+/* Encodes len bytes as one line without newlines. Returns a new NUL-terminated
+ * string (caller frees), or NULL when out of memory. */
+char *base64_encode(const unsigned char *data, size_t len);
+
+#endif

@@ -1,0 +1,100 @@
+/* connfile: ports by binding, a key from the kernel's random source.
+ *
+ * Ports are chosen as jupyter_client chooses them: bind to port 0 on the
+ * loopback address and read which port the system gave. All five sockets are
+ * held open until the fifth is bound, so the five differ; they are closed
+ * before the kernel binds them, which leaves a short window in which another
+ * program could take one (the kernel then fails naming the port). The file
+ * is written to a temporary name with mode 0600 and renamed, so no reader
+ * ever sees half a key and nobody else can read it. */
+#include "kernel/client/connfile.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "protocol/connection.h"
+#include "protocol/errbuf.h"
+
+static int free_ports(int ports[CONNECTION_NCHANNELS])
+{
+    int fds[CONNECTION_NCHANNELS], rc = 0, n = 0;
+    for (; n < CONNECTION_NCHANNELS; n++) {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t alen = sizeof a;
+        fds[n] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[n] < 0 || bind(fds[n], (struct sockaddr *)&a, sizeof a) != 0 ||
+            getsockname(fds[n], (struct sockaddr *)&a, &alen) != 0) {
+            rc = -errno;
+            if (fds[n] >= 0)
+                close(fds[n]);
+            break;
+        }
+        ports[n] = ntohs(a.sin_port);
+    }
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    return rc;
+}
+
+int connfile_write(const char *path, char *err, size_t errlen)
+{
+    int ports[CONNECTION_NCHANNELS];
+    int rc = free_ports(ports);
+    if (rc)
+        return errbuf_set(rc, err, errlen, "cannot find free ports on 127.0.0.1: %s",
+                          strerror(-rc));
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return errbuf_set(-errno, err, errlen, "cannot make a key: %s", strerror(errno));
+    char key[40];
+    r[6] = (r[6] & 0x0f) | 0x40; /* a UUID 4, as jupyter_client's keys are */
+    r[8] = (r[8] & 0x3f) | 0x80;
+    snprintf(key, sizeof key,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+             r[13], r[14], r[15]);
+    json_t *doc = json_pack(
+        "{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "shell_port",
+        ports[CONNECTION_SHELL], "iopub_port", ports[CONNECTION_IOPUB], "stdin_port",
+        ports[CONNECTION_STDIN], "control_port", ports[CONNECTION_CONTROL], "hb_port",
+        ports[CONNECTION_HB], "ip", "127.0.0.1", "key", key, "transport", "tcp",
+        "signature_scheme", "hmac-sha256", "kernel_name", "sandpit");
+    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(doc);
+    memset(key, 0, sizeof key);
+    memset(r, 0, sizeof r);
+    if (!text)
+        return -ENOMEM;
+    char tmp[PATH_MAX];
+    int fd = -1;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        rc = errbuf_set(-ENAMETOOLONG, err, errlen, "the path %s is too long", path);
+        goto out;
+    }
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    size_t len = strlen(text);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0 ||
+        rename(tmp, path) != 0) {
+        rc = errbuf_set(-errno, err, errlen, "cannot write the connection file %s: %s",
+                        path, strerror(errno));
+        unlink(tmp);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    memset(text, 0, strlen(text));
+    free(text);
+    return rc;
+}

@@ -1,0 +1,440 @@
+/* lifecycle: start, stop and report on a workspace's background kernel.
+ *
+ * The kernel is a plain `sandpit kernel -f FILE --workspace DIR [options]`
+ * process: these commands only play the part that a Jupyter client plays for
+ * kernels it launches (pick the ports and key, start the process, wait until
+ * it answers, ask it to shut down). What they must get right is state that
+ * outlives them: the files in the runtime folder say which process is the
+ * workspace's kernel, and every command checks that process is still the one
+ * that was started (see instance.c) before it trusts them. */
+#include "kernel/client/lifecycle.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel/client/client.h"
+#include "kernel/client/connfile.h"
+#include "kernel/client/instance.h"
+#include "kernel/client/launch.h"
+#include "protocol/errbuf.h"
+
+#define START_TIMEOUT_S 60.0 /* the kernel and its first worker, on a busy machine */
+#define STOP_GRACE_S    10.0
+#define STATUS_WAIT_S   10.0
+
+int lifecycle_parse_kernel_options(struct options *o, int argc, char **argv, char *err,
+                                   size_t errlen)
+{
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, rc = 0;
+    if (!rest)
+        return -ENOMEM;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--profile") == 0 || strncmp(a, "--profile=", 10) == 0) {
+            const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
+            rc = v ? options_apply_profile(o, v, err, errlen)
+                   : errbuf_set(-EINVAL, err, errlen, "--profile needs a name");
+        } else if (strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) {
+            rc = errbuf_set(-EINVAL, err, errlen,
+                            "%s is not taken here: this command writes its own "
+                            "connection file",
+                            a);
+        } else {
+            rest[nrest++] = argv[i];
+        }
+    }
+    if (!rc)
+        rc = options_parse(o, nrest, rest, err, errlen);
+    if (!rc)
+        rc = options_check(o, err, errlen);
+    free(rest);
+    return rc;
+}
+
+char **lifecycle_kernel_argv(const struct options *o, const char *connection_file,
+                             const char *workspace)
+{
+    char self[PATH_MAX];
+    if (launch_self(self, sizeof self))
+        return NULL;
+    struct options copy = *o;
+    copy.workspace = NULL; /* given below, as a real path */
+    copy.connection_file = NULL;
+    char **opts = NULL;
+    int nopts = options_to_argv(&copy, &opts, 0);
+    if (nopts < 0)
+        return NULL;
+    const char *head[] = {self,          "kernel", "-f", connection_file,
+                          "--workspace", workspace};
+    size_t nhead = sizeof head / sizeof head[0];
+    char **argv = calloc(nhead + (size_t)nopts + 1, sizeof *argv);
+    bool ok = argv != NULL;
+    for (size_t i = 0; ok && i < nhead; i++)
+        ok = (argv[i] = strdup(head[i])) != NULL;
+    for (int i = 0; i < nopts; i++) {
+        if (ok)
+            argv[nhead + (size_t)i] = opts[i];
+        else
+            free(opts[i]);
+    }
+    free(opts);
+    if (!ok && argv) {
+        for (size_t i = 0; i < nhead + (size_t)nopts; i++)
+            free(argv[i]);
+        free(argv);
+        argv = NULL;
+    }
+    return argv;
+}
+
+static void print_log_tail(const char *cmd, const char *log)
+{
+    char *tail = launch_log_tail(log, 2000);
+    if (tail && *tail)
+        fprintf(stderr, "sandpit %s: the end of its log (%s):\n%s", cmd, log, tail);
+    free(tail);
+}
+
+int lifecycle_start_main(int argc, char **argv)
+{
+    struct options o;
+    struct instance in;
+    struct launched k;
+    struct client c;
+    struct instance_state st;
+    char err[1024];
+    int status = 2, lock = -1, rc;
+    bool client_open_ok = false;
+    options_init(&o);
+    launch_init(&k);
+    memset(&st, 0, sizeof st);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: sandpit start [--workspace DIR] [--profile default|agent] "
+                   "[kernel options]\n\n"
+                   "Starts a sandboxed kernel in the background for the workspace (by "
+                   "default the\ncurrent folder) and prints the path of its connection "
+                   "file. `sandpit run`,\n`sandpit status` and `sandpit stop` find it "
+                   "from the same folder.\n\nkernel options:\n");
+            options_usage(stdout);
+            return 0;
+        }
+    if (lifecycle_parse_kernel_options(&o, argc, argv, err, sizeof err) ||
+        instance_locate(&in, o.workspace, err, sizeof err)) {
+        fprintf(stderr, "sandpit start: %s\n", err);
+        goto out;
+    }
+    status = 1;
+    if ((rc = instance_make_dir(&in)) || (lock = instance_lock(&in)) < 0) {
+        fprintf(stderr, "sandpit start: cannot use the runtime folder %s: %s\n", in.dir,
+                strerror(rc ? -rc : -lock));
+        goto out;
+    }
+    if (instance_read_state(&in, &st) == 0 && instance_alive(st.pid, st.start_time)) {
+        fprintf(stderr,
+                "sandpit start: a kernel is already running for %s (pid %d); its "
+                "options stay as they were (`sandpit stop` first to change them)\n",
+                in.workspace, (int)st.pid);
+        printf("%s\n", in.connection_file);
+        status = 0;
+        goto out;
+    }
+    instance_remove(&in, true); /* a kernel that died: its files are stale */
+    char **kargv = NULL;
+    if ((rc = connfile_write(in.connection_file, err, sizeof err)) ||
+        !(kargv = lifecycle_kernel_argv(&o, in.connection_file, in.workspace)) ||
+        (rc = launch_start(&k, &kargv, false, in.log_file, err, sizeof err)) ||
+        (rc = instance_write_state(&in, k.pid, k.argv))) {
+        if (!rc)
+            snprintf(err, sizeof err, "out of memory");
+        else if (!*err)
+            snprintf(err, sizeof err, "%s", strerror(-rc));
+        fprintf(stderr, "sandpit start: %s\n", err);
+        goto fail;
+    }
+    if ((rc = client_open(&c, in.connection_file, err, sizeof err)) == 0) {
+        client_open_ok = true;
+        rc = launch_wait_ready(&k, &c, START_TIMEOUT_S, NULL, err, sizeof err);
+    }
+    if (rc) {
+        fprintf(stderr, "sandpit start: %s\n", err);
+        print_log_tail("start", in.log_file);
+        goto fail;
+    }
+    printf("%s\n", in.connection_file);
+    status = 0;
+    goto out;
+fail:
+    if (k.pid > 0)
+        launch_stop(&k, NULL, 0);
+    instance_remove(&in, false);
+out:
+    if (client_open_ok)
+        client_close(&c);
+    if (lock >= 0)
+        close(lock);
+    instance_state_release(&st);
+    launch_release(&k);
+    options_release(&o);
+    return status;
+}
+
+/* The options of stop and status: --workspace DIR, -f FILE, and --json. */
+struct target {
+    const char *workspace;
+    const char *connection_file;
+    bool json;
+};
+
+static int parse_target(const char *cmd, int argc, char **argv, struct target *t,
+                        bool allow_json)
+{
+    memset(t, 0, sizeof *t);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--workspace") == 0 && next) {
+            t->workspace = argv[++i];
+        } else if ((strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) &&
+                   next) {
+            t->connection_file = argv[++i];
+        } else if (allow_json && strcmp(a, "--json") == 0) {
+            t->json = true;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("usage: sandpit %s [--workspace DIR | --connection-file FILE]%s\n",
+                   cmd, allow_json ? " [--json]" : "");
+            return 1;
+        } else {
+            fprintf(stderr,
+                    "sandpit %s: unexpected argument \"%s\" (see sandpit %s --help)\n",
+                    cmd, a, cmd);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+int lifecycle_stop_main(int argc, char **argv)
+{
+    struct target t;
+    int rc = parse_target("stop", argc, argv, &t, false);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    struct instance in;
+    struct instance_state st;
+    struct launched k;
+    struct client c;
+    char err[1024];
+    int status = 1, lock = -1;
+    memset(&st, 0, sizeof st);
+    launch_init(&k);
+    if (instance_locate(&in, t.workspace, err, sizeof err)) {
+        fprintf(stderr, "sandpit stop: %s\n", err);
+        return 2;
+    }
+    if (t.connection_file) {
+        /* A kernel we did not start: ask it to shut down, and wait for the reply. */
+        if (client_open(&c, t.connection_file, err, sizeof err)) {
+            fprintf(stderr, "sandpit stop: %s\n", err);
+            return 1;
+        }
+        json_t *content = json_pack("{s:b}", "restart", 0);
+        char id[CLIENT_ID_LEN];
+        struct client_wait w = {.timeout_s = STOP_GRACE_S, .skip_idle = true};
+        struct msg *reply = NULL;
+        rc = client_send(&c, CONNECTION_CONTROL, "shutdown_request", &content, NULL, id);
+        if (!rc)
+            rc = client_wait(&c, CONNECTION_CONTROL, id, &w, &reply);
+        msg_free(reply);
+        client_close(&c);
+        if (rc) {
+            fprintf(stderr, "sandpit stop: the kernel did not answer: %s\n",
+                    strerror(-rc));
+            return 1;
+        }
+        printf("sandpit stop: the kernel of %s has been asked to shut down\n",
+               t.connection_file);
+        return 0;
+    }
+    if ((lock = instance_lock(&in)) < 0) {
+        fprintf(stderr, "sandpit stop: no kernel is running for %s\n", in.workspace);
+        return 1;
+    }
+    rc = instance_read_state(&in, &st);
+    if (rc == -ENOENT) {
+        fprintf(stderr, "sandpit stop: no kernel is running for %s\n", in.workspace);
+        goto out;
+    }
+    if (rc || !instance_alive(st.pid, st.start_time)) {
+        instance_remove(&in, true);
+        printf("sandpit stop: the kernel of %s was not running (its files are "
+               "removed)\n",
+               in.workspace);
+        status = 0;
+        goto out;
+    }
+    launch_attach(&k, st.pid, st.argv, NULL);
+    bool open = client_open(&c, in.connection_file, err, sizeof err) == 0;
+    rc = launch_stop(&k, open ? &c : NULL, STOP_GRACE_S);
+    if (open)
+        client_close(&c);
+    if (rc) {
+        fprintf(stderr, "sandpit stop: the kernel (pid %d) would not stop\n",
+                (int)st.pid);
+        goto out;
+    }
+    instance_remove(&in, true);
+    printf("sandpit stop: stopped the kernel of %s (pid %d)\n", in.workspace,
+           (int)st.pid);
+    status = 0;
+out:
+    if (lock >= 0)
+        close(lock);
+    instance_state_release(&st);
+    launch_release(&k);
+    return status;
+}
+
+static const char *or_unknown(const char *s)
+{
+    return s ? s : "?";
+}
+
+static void print_limit(const char *name, const json_t *v, const char *unit)
+{
+    double x = json_number_value(v);
+    if (x > 0)
+        printf("  %-16s %g%s\n", name, x, unit);
+    else
+        printf("  %-16s none\n", name);
+}
+
+static void print_status_text(const json_t *s)
+{
+    const char *ws = json_string_value(json_object_get(s, "workspace"));
+    json_t *pid = json_object_get(s, "pid");
+    if (!json_is_true(json_object_get(s, "live"))) {
+        printf("sandpit kernel for %s: not running\n", ws ? ws : "?");
+        return;
+    }
+    if (json_is_integer(pid))
+        printf("sandpit kernel for %s: running, pid %lld\n", ws,
+               (long long)json_integer_value(pid));
+    else
+        printf("sandpit kernel for %s: running\n", ws);
+    printf("  connection file  %s\n",
+           json_string_value(json_object_get(s, "connection_file")));
+    const char *log = json_string_value(json_object_get(s, "log"));
+    if (log)
+        printf("  log              %s\n", log);
+    printf("  Python %s, %s %s\n",
+           or_unknown(json_string_value(json_object_get(s, "python_version"))),
+           or_unknown(json_string_value(json_object_get(s, "implementation"))),
+           or_unknown(json_string_value(json_object_get(s, "implementation_version"))));
+    json_t *lim = json_object_get(s, "limits");
+    if (json_is_object(lim)) {
+        printf("limits:\n");
+        print_limit("time per cell", json_object_get(lim, "timeout"), " s");
+        print_limit("memory", json_object_get(lim, "memory_mib"), " MiB");
+        print_limit("output per cell", json_object_get(lim, "max_output_bytes"),
+                    " bytes");
+        print_limit("file size", json_object_get(lim, "max_file_mib"), " MiB");
+        printf("  %-16s %s\n", "network",
+               json_is_true(json_object_get(lim, "network")) ? "on" : "off");
+    }
+    json_t *layers = json_object_get(s, "layers");
+    if (json_is_array(layers)) {
+        printf("sandbox (%s):\n",
+               json_is_true(json_object_get(lim, "sandbox")) ? "on" : "off");
+        size_t i;
+        json_t *l;
+        json_array_foreach(layers, i, l)
+        {
+            const char *detail = json_string_value(json_object_get(l, "detail"));
+            printf("  %-18s %-12s %s\n",
+                   or_unknown(json_string_value(json_object_get(l, "name"))),
+                   or_unknown(json_string_value(json_object_get(l, "state"))),
+                   detail ? detail : "");
+        }
+    }
+}
+
+int lifecycle_status_main(int argc, char **argv)
+{
+    struct target t;
+    int rc = parse_target("status", argc, argv, &t, true);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    struct instance in;
+    struct instance_state st;
+    struct launched k;
+    char err[1024];
+    memset(&st, 0, sizeof st);
+    launch_init(&k);
+    if (instance_locate(&in, t.workspace, err, sizeof err)) {
+        fprintf(stderr, "sandpit status: %s\n", err);
+        return 2;
+    }
+    const char *conn = t.connection_file ? t.connection_file : in.connection_file;
+    json_t *s = json_pack("{s:b, s:s, s:s}", "live", 0, "workspace", in.workspace,
+                          "connection_file", conn);
+    bool alive = false, ours = !t.connection_file;
+    if (ours && instance_read_state(&in, &st) == 0 &&
+        instance_alive(st.pid, st.start_time)) {
+        alive = true;
+        json_object_set_new(s, "pid", json_integer(st.pid));
+        json_object_set_new(s, "log", json_string(in.log_file));
+        launch_attach(&k, st.pid, NULL, NULL);
+    }
+    if (alive || t.connection_file) {
+        struct client c;
+        struct msg *info = NULL;
+        if (client_open(&c, conn, err, sizeof err) == 0) {
+            struct client_wait w = {
+                .timeout_s = STATUS_WAIT_S, .fds = &k.pidfd, .nfds = k.pidfd >= 0};
+            if (client_ready(&c, &w, &info) == 0) {
+                json_t *ic = info->content, *sp = json_object_get(ic, "sandpit");
+                json_object_set_new(s, "live", json_true());
+                json_object_set(s, "implementation",
+                                json_object_get(ic, "implementation"));
+                json_object_set(s, "implementation_version",
+                                json_object_get(ic, "implementation_version"));
+                json_object_set(
+                    s, "python_version",
+                    json_object_get(json_object_get(ic, "language_info"), "version"));
+                if (json_is_object(sp)) {
+                    json_t *lim =
+                        json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
+                                  json_object_get(sp, "timeout"), "memory_mib",
+                                  json_object_get(sp, "memory_mib"), "max_output_bytes",
+                                  json_object_get(sp, "max_output_bytes"), "max_file_mib",
+                                  json_object_get(sp, "max_file_mib"), "network",
+                                  json_object_get(sp, "network"), "sandbox",
+                                  json_object_get(sp, "enabled"));
+                    json_object_set_new(s, "limits", lim ? lim : json_null());
+                    json_object_set(s, "layers", json_object_get(sp, "layers"));
+                }
+            }
+            msg_free(info);
+            client_close(&c);
+        }
+    }
+    if (t.json) {
+        char *text = json_dumps(s, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+    } else {
+        print_status_text(s);
+    }
+    rc = json_is_true(json_object_get(s, "live")) ? 0 : 1;
+    json_decref(s);
+    instance_state_release(&st);
+    launch_release(&k);
+    return rc;
+}

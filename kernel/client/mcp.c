@@ -1,0 +1,703 @@
+/* mcp: a Model Context Protocol server in front of a sandpit kernel.
+ *
+ * The protocol is JSON-RPC 2.0, one message a line on stdin and stdout
+ * (protocol version 2025-06-18, earlier ones accepted when a client asks for
+ * them). The server is single-threaded; what makes that work is that while a
+ * cell runs, the wait for its outcome (client_wait) also watches stdin: a
+ * notifications/cancelled for the running call interrupts the cell (the
+ * kernel raises KeyboardInterrupt, the variables survive, and no response is
+ * sent for the cancelled request, as the protocol asks), a ping is answered
+ * at once, and anything else is queued until the cell is over. Output that
+ * arrives while a cell runs is also sent as progress notifications when the
+ * client asked for them (a progressToken), so a long cell shows its output
+ * and a client can tell that it has started.
+ *
+ * The kernel is a child process on a private connection file in the Jupyter
+ * runtime folder; it dies with this process (PR_SET_PDEATHSIG, and the
+ * kernel's own watch on JPY_PARENT_PID), and is shut down cleanly when the
+ * client closes stdin. */
+#include "kernel/client/mcp.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel/client/base64.h"
+#include "kernel/client/client.h"
+#include "kernel/client/connfile.h"
+#include "kernel/client/instance.h"
+#include "kernel/client/jsonrpc.h"
+#include "kernel/client/launch.h"
+#include "kernel/client/lifecycle.h"
+#include "kernel/client/outcome.h"
+#include "kernel/client/workspace.h"
+#include "kernel/options.h"
+
+#define MCP_PROTOCOL_VERSION "2025-06-18"
+#define START_TIMEOUT_S      60.0
+#define REPLY_GRACE_S        30.0 /* past a cell's own limit: the kernel's escalation */
+#define MAX_TEXT_CHARS       20000
+#define MAX_FILE_CHARS       100000
+#define MAX_READ_BYTES       (10u << 20)
+#define MAX_LIST_ENTRIES     1000
+#define MAX_PROGRESS_CHARS   2000
+
+static const char *const known_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+struct mcp {
+    struct jsonrpc rpc;
+    struct options opts;
+    struct workspace ws;
+    struct launched kernel;
+    struct client client;
+    bool client_open, ready;
+    char conn[PATH_MAX];
+    const char *version;
+    json_t *queue; /* messages that arrived while a cell ran */
+    /* The python_exec that is running, while it runs. */
+    json_t *running_id;     /* borrowed from its request */
+    json_t *progress_token; /* borrowed, or NULL */
+    int progress;
+    bool cancelled, interrupted;
+    int watch[2]; /* stdin and the kernel's pidfd while a cell runs; -1: none */
+    struct outcome *outcome;
+};
+
+/* --- tools ------------------------------------------------------------------------- */
+
+static json_t *tool_list(void)
+{
+    return json_pack(
+        "{s:[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s]}},"
+        "{s:s, s:s, s:s, s:{s:s, s:{}}},"
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}}, s:{s:b}},"
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}, s:{s:b}}]}",
+        "tools",
+        /* python_exec */
+        "name", "python_exec", "title", "Run Python", "description",
+        "Runs Python code in a persistent, sandboxed interpreter: variables, imports and "
+        "functions stay from one call to the next. Returns what the code printed, the "
+        "value of its last expression, the traceback of an error, and each matplotlib "
+        "chart as a PNG image. The code can read and write files in the workspace "
+        "folder only; it has no network and cannot start programs.",
+        "inputSchema", "type", "object", "properties", "code", "type", "string",
+        "description", "the Python code of one cell", "timeout", "type", "number",
+        "description",
+        "a time limit for this call in seconds (it can only tighten the "
+        "kernel's own limit)",
+        "required", "code",
+        /* python_reset */
+        "name", "python_reset", "title", "Restart Python", "description",
+        "Restarts the interpreter: every variable, import and function defined by "
+        "earlier calls is gone. Files in the workspace stay.",
+        "inputSchema", "type", "object", "properties",
+        /* workspace_list */
+        "name", "workspace_list", "title", "List workspace files", "description",
+        "Lists the files and folders of the workspace (or of one folder in it), with "
+        "their sizes: what the code wrote.",
+        "inputSchema", "type", "object", "properties", "path", "type", "string",
+        "description", "a folder relative to the workspace (default: all of it)",
+        "annotations", "readOnlyHint", 1,
+        /* workspace_read */
+        "name", "workspace_read", "title", "Read a workspace file", "description",
+        "Reads a file of the workspace: text as text, PNG, JPEG and GIF images as "
+        "images.",
+        "inputSchema", "type", "object", "properties", "path", "type", "string",
+        "description", "the file's path relative to the workspace", "required", "path",
+        "annotations", "readOnlyHint", 1);
+}
+
+static json_t *text_item(const char *text)
+{
+    char *cut = outcome_cut(text, MAX_TEXT_CHARS);
+    json_t *item = json_pack("{s:s, s:s}", "type", "text", "text", cut ? cut : "");
+    free(cut);
+    return item;
+}
+
+/* A tool's result: content, and isError. Takes over *content. */
+static json_t *tool_result(json_t **content, bool is_error)
+{
+    json_t *r = json_pack("{s:o, s:b}", "content", *content ? *content : json_array(),
+                          "isError", is_error);
+    *content = NULL;
+    return r;
+}
+
+/* A failed tool call: "what: detail" (detail may be NULL). */
+static json_t *tool_error(const char *what, const char *detail)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
+    json_t *content = json_pack("[o]", text_item(text));
+    return tool_result(&content, true);
+}
+
+static int ensure_kernel(struct mcp *m, char *err, size_t errlen)
+{
+    if (m->ready && !launch_exited(&m->kernel))
+        return 0;
+    int rc = 0;
+    if (launch_exited(&m->kernel)) {
+        /* It died (killed from outside): a new one, on the same file. */
+        char **argv = NULL;
+        if (m->kernel.argv) {
+            size_t n = 0;
+            while (m->kernel.argv[n])
+                n++;
+            argv = calloc(n + 1, sizeof *argv);
+            for (size_t i = 0; argv && i < n; i++)
+                argv[i] = strdup(m->kernel.argv[i]);
+        }
+        if ((rc = launch_start(&m->kernel, &argv, true, NULL, err, errlen)))
+            return rc;
+        m->ready = false;
+    }
+    if ((rc = launch_wait_ready(&m->kernel, &m->client, START_TIMEOUT_S, NULL, err,
+                                errlen)))
+        return rc;
+    m->ready = true;
+    return 0;
+}
+
+static void send_progress(struct mcp *m, const char *text)
+{
+    if (!m->progress_token)
+        return;
+    char *cut = outcome_cut(text, MAX_PROGRESS_CHARS);
+    json_t *p = json_pack("{s:O, s:i, s:s}", "progressToken", m->progress_token,
+                          "progress", ++m->progress, "message", cut ? cut : "");
+    free(cut);
+    jsonrpc_notify(&m->rpc, "notifications/progress", &p);
+}
+
+static void on_iopub(void *arg, const struct msg *msg)
+{
+    struct mcp *m = arg;
+    outcome_add(m->outcome, msg);
+    const char *type = msg_type(msg);
+    if (strcmp(type, "stream") == 0) {
+        const char *text = json_string_value(json_object_get(msg->content, "text"));
+        if (text)
+            send_progress(m, text);
+    } else if (strcmp(type, "execute_input") == 0) {
+        send_progress(m, "running");
+    }
+}
+
+static void interrupt_kernel(struct mcp *m)
+{
+    if (m->interrupted)
+        return;
+    m->interrupted = true;
+    client_send(&m->client, CONNECTION_CONTROL, "interrupt_request", NULL, NULL, NULL);
+}
+
+static void handle(struct mcp *m, json_t *msg);
+
+/* stdin became readable while a cell runs. */
+static int on_fd(void *arg, int fd)
+{
+    struct mcp *m = arg;
+    if (fd != 0)
+        return -ECHILD; /* the kernel's pidfd: it has exited */
+    if (jsonrpc_fill(&m->rpc) || m->rpc.eof) {
+        /* The client has no more to say (it may still read): stop watching
+         * stdin, finish the cell, answer what was asked, then exit. */
+        m->rpc.eof = true;
+        m->watch[0] = -1;
+    }
+    json_t *msg;
+    int r;
+    while ((r = jsonrpc_next(&m->rpc, &msg)) != 0) {
+        if (r < 0) {
+            jsonrpc_error(&m->rpc, NULL, JSONRPC_PARSE_ERROR, "not JSON");
+            continue;
+        }
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        json_t *params = json_object_get(msg, "params");
+        if (method && strcmp(method, "notifications/cancelled") == 0 &&
+            json_equal(json_object_get(params, "requestId"), m->running_id)) {
+            m->cancelled = true;
+            interrupt_kernel(m);
+            json_decref(msg);
+        } else if (method && strcmp(method, "ping") == 0) {
+            handle(m, msg);
+            json_decref(msg);
+        } else {
+            json_array_append_new(m->queue, msg);
+        }
+    }
+    return 0;
+}
+
+static void add_outputs(json_t *content, const struct outcome *o)
+{
+    size_t i;
+    json_t *out;
+    json_array_foreach(o->outputs, i, out)
+    {
+        const char *type = json_string_value(json_object_get(out, "type"));
+        const char *text = json_string_value(json_object_get(out, "text"));
+        json_t *images = json_object_get(out, "images");
+        if (!type)
+            continue;
+        if (strcmp(type, "error") == 0) {
+            char *tb = outcome_traceback_text(out);
+            if (tb)
+                json_array_append_new(content, text_item(tb));
+            free(tb);
+            continue;
+        }
+        size_t k;
+        json_t *index;
+        json_array_foreach(images, k, index)
+        {
+            json_t *img = json_array_get(o->images, (size_t)json_integer_value(index));
+            const char *mime = json_string_value(json_object_get(img, "mime"));
+            const char *data = json_string_value(json_object_get(img, "data"));
+            if (!mime || !data)
+                continue;
+            char *b64 = NULL;
+            if (strcmp(mime, "image/svg+xml") == 0) { /* SVG comes as text */
+                b64 = base64_encode((const unsigned char *)data, strlen(data));
+            } else if ((b64 = malloc(strlen(data) + 1))) {
+                /* base64 from the kernel, without the line breaks some put in */
+                size_t w = 0;
+                for (const char *c = data; *c; c++)
+                    if (*c != '\n' && *c != '\r' && *c != ' ')
+                        b64[w++] = *c;
+                b64[w] = 0;
+            }
+            if (b64)
+                json_array_append_new(content,
+                                      json_pack("{s:s, s:s, s:s}", "type", "image",
+                                                "data", b64, "mimeType", mime));
+            free(b64);
+        }
+        if (text && (strcmp(type, "stream") == 0 || !json_array_size(images)))
+            json_array_append_new(content, text_item(text));
+    }
+}
+
+/* python_exec. Returns the result, or NULL when none is due (cancelled). */
+static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta)
+{
+    const char *code = json_string_value(json_object_get(args, "code"));
+    json_t *t = json_object_get(args, "timeout");
+    double timeout = json_is_number(t) ? json_number_value(t) : 0;
+    char err[1024];
+    if (ensure_kernel(m, err, sizeof err))
+        return tool_error("The Python kernel could not start", err);
+    struct outcome o;
+    if (outcome_init(&o)) {
+        outcome_release(&o);
+        return tool_error("out of memory", NULL);
+    }
+    json_t *metadata =
+        timeout > 0 ? json_pack("{s:{s:f}}", "sandpit", "timeout", timeout) : NULL;
+    char msg_id[CLIENT_ID_LEN];
+    struct msg *reply = NULL;
+    m->watch[0] = m->rpc.eof ? -1 : 0;
+    m->watch[1] = m->kernel.pidfd;
+    struct client_wait w = {.on_iopub = on_iopub,
+                            .fds = m->watch,
+                            .nfds = 2,
+                            .on_fd = on_fd,
+                            .arg = m,
+                            .timeout_s = timeout > 0 ? timeout + REPLY_GRACE_S : 0};
+    m->running_id = id;
+    m->progress_token = json_object_get(meta, "progressToken");
+    m->progress = 0;
+    m->cancelled = m->interrupted = false;
+    m->outcome = &o;
+    int rc = client_execute(&m->client, code, false, &metadata, msg_id);
+    if (!rc)
+        rc = client_wait(&m->client, CONNECTION_SHELL, msg_id, &w, &reply);
+    m->running_id = m->progress_token = NULL;
+    m->outcome = NULL;
+    json_t *result = NULL;
+    if (m->cancelled) {
+        result = NULL;
+    } else if (rc) {
+        if (rc == -ECHILD)
+            m->ready = false;
+        result = tool_error("The cell's outcome was lost",
+                            rc == -ECHILD      ? "the Python kernel exited"
+                            : rc == -EHOSTDOWN ? "the Python kernel stopped answering"
+                            : rc == -ETIMEDOUT ? "no answer in time"
+                                               : strerror(-rc));
+    } else {
+        const char *status;
+        outcome_finish(&o, reply, &status);
+        json_t *content = json_array();
+        add_outputs(content, &o);
+        bool reply_only_error = strcmp(status, "error") == 0 && o.error;
+        for (size_t i = 0; reply_only_error && i < json_array_size(o.outputs); i++) {
+            const char *type =
+                json_string_value(json_object_get(json_array_get(o.outputs, i), "type"));
+            if (type && strcmp(type, "error") == 0)
+                reply_only_error = false;
+        }
+        if (reply_only_error) {
+            char *tb = outcome_traceback_text(o.error);
+            json_array_append_new(content, text_item(tb ? tb : "error"));
+            free(tb);
+        }
+        if (strcmp(status, "aborted") == 0)
+            json_array_append_new(content, text_item("The cell was not run (aborted)."));
+        if (!json_array_size(content))
+            json_array_append_new(content, text_item("(no output)"));
+        result = tool_result(&content, strcmp(status, "ok") != 0);
+    }
+    msg_free(reply);
+    outcome_release(&o);
+    return result;
+}
+
+static json_t *python_reset(struct mcp *m)
+{
+    char err[1024];
+    if (ensure_kernel(m, err, sizeof err))
+        return tool_error("The Python kernel could not start", err);
+    if (launch_restart(&m->kernel, &m->client, START_TIMEOUT_S, err, sizeof err) < 0) {
+        m->ready = false;
+        return tool_error("The restart failed", err);
+    }
+    json_t *content = json_pack(
+        "[o]", text_item("A fresh interpreter is running: the variables, imports and "
+                         "functions of earlier calls are gone. Files in the workspace "
+                         "stay."));
+    return tool_result(&content, false);
+}
+
+static json_t *list_files(struct mcp *m, json_t *args)
+{
+    const char *path = json_string_value(json_object_get(args, "path"));
+    char err[1024];
+    int truncated = 0;
+    json_t *entries = workspace_list(&m->ws, path ? path : "", MAX_LIST_ENTRIES,
+                                     &truncated, err, sizeof err);
+    if (!entries)
+        return tool_error(err, NULL);
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e)
+    {
+        char line[PATH_MAX + 64];
+        const char *type = json_string_value(json_object_get(e, "type"));
+        const char *p = json_string_value(json_object_get(e, "path"));
+        long long size = (long long)json_integer_value(json_object_get(e, "size"));
+        int n = strcmp(type, "folder") == 0 ? snprintf(line, sizeof line, "%s/\n", p)
+                : strcmp(type, "file") == 0
+                    ? snprintf(line, sizeof line, "%s  (%lld bytes)\n", p, size)
+                    : snprintf(line, sizeof line, "%s  (%s)\n", p, type);
+        if (text && len + (size_t)n + 1 > cap) {
+            char *nt = realloc(text, cap = (cap + (size_t)n) * 2);
+            if (!nt) {
+                free(text);
+                text = NULL;
+            }
+            text = nt;
+        }
+        if (text) {
+            memcpy(text + len, line, (size_t)n);
+            len += (size_t)n;
+        }
+    }
+    json_decref(entries);
+    if (!text)
+        return tool_error("out of memory", NULL);
+    text[len] = 0;
+    json_t *content = json_array();
+    json_array_append_new(content, text_item(len ? text : "(no files)\n"));
+    if (truncated) {
+        char note[128];
+        snprintf(note, sizeof note, "(the first %d entries; list a folder for more)",
+                 MAX_LIST_ENTRIES);
+        json_array_append_new(content, text_item(note));
+    }
+    free(text);
+    return tool_result(&content, false);
+}
+
+static const char *image_type(const unsigned char *d, size_t n)
+{
+    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return "image/png";
+    if (n >= 3 && memcmp(d, "\xff\xd8\xff", 3) == 0)
+        return "image/jpeg";
+    if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0))
+        return "image/gif";
+    return NULL;
+}
+
+static bool valid_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80         ? 1
+                     : (c >> 5) == 6  ? 2
+                     : (c >> 4) == 14 ? 3
+                     : (c >> 3) == 30 ? 4
+                                      : 0;
+        if (!len || (c == 0) || i + len > n)
+            return false;
+        for (size_t k = 1; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+        i += len;
+    }
+    return true;
+}
+
+static json_t *read_file(struct mcp *m, json_t *args)
+{
+    const char *path = json_string_value(json_object_get(args, "path"));
+    char err[1024], *data = NULL;
+    size_t len = 0;
+    if (workspace_read(&m->ws, path, MAX_READ_BYTES, &data, &len, err, sizeof err))
+        return tool_error(err, NULL);
+    json_t *content = json_array(), *result;
+    const char *mime = image_type((const unsigned char *)data, len);
+    if (mime) {
+        char *b64 = base64_encode((const unsigned char *)data, len);
+        json_array_append_new(content,
+                              json_pack("{s:s, s:s, s:s}", "type", "image", "data",
+                                        b64 ? b64 : "", "mimeType", mime));
+        free(b64);
+        result = tool_result(&content, false);
+    } else if (valid_utf8((const unsigned char *)data, len)) {
+        char *cut = outcome_cut(data, MAX_FILE_CHARS);
+        json_array_append_new(
+            content, json_pack("{s:s, s:s}", "type", "text", "text", cut ? cut : ""));
+        free(cut);
+        result = tool_result(&content, false);
+    } else {
+        json_decref(content);
+        char detail[PATH_MAX + 64];
+        snprintf(detail, sizeof detail, "\"%s\" is a binary file of %zu bytes", path,
+                 len);
+        result = tool_error(detail, "only text and images can be read");
+    }
+    free(data);
+    return result;
+}
+
+/* --- the protocol ------------------------------------------------------------------ */
+
+static void handle_call(struct mcp *m, json_t *id, json_t *params)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    json_t *result = NULL;
+    if (args && !json_is_object(args)) {
+        jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS, "arguments must be an object");
+        return;
+    }
+    if (!name) {
+        jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS, "no tool name");
+        return;
+    }
+    if (strcmp(name, "python_exec") == 0) {
+        if (!json_is_string(json_object_get(args, "code"))) {
+            jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS,
+                          "python_exec needs \"code\", a string");
+            return;
+        }
+        json_t *t = json_object_get(args, "timeout");
+        if (t && (!json_is_number(t) || json_number_value(t) < 0)) {
+            jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS,
+                          "\"timeout\" must be a number of seconds");
+            return;
+        }
+        result = python_exec(m, id, args, json_object_get(params, "_meta"));
+        if (!result)
+            return; /* cancelled: no response */
+    } else if (strcmp(name, "python_reset") == 0) {
+        result = python_reset(m);
+    } else if (strcmp(name, "workspace_list") == 0) {
+        result = list_files(m, args);
+    } else if (strcmp(name, "workspace_read") == 0) {
+        if (!json_is_string(json_object_get(args, "path"))) {
+            jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS,
+                          "workspace_read needs \"path\", a string");
+            return;
+        }
+        result = read_file(m, args);
+    } else {
+        char text[256];
+        snprintf(text, sizeof text, "unknown tool \"%.100s\"", name);
+        jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS, text);
+        return;
+    }
+    if (result)
+        jsonrpc_result(&m->rpc, id, &result);
+    else
+        jsonrpc_error(&m->rpc, id, JSONRPC_INTERNAL_ERROR, "out of memory");
+}
+
+static void handle_initialize(struct mcp *m, json_t *id, json_t *params)
+{
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    const char *version = MCP_PROTOCOL_VERSION;
+    for (size_t i = 0; asked && i < sizeof known_versions / sizeof *known_versions; i++)
+        if (strcmp(asked, known_versions[i]) == 0)
+            version = known_versions[i];
+    json_t *r = json_pack(
+        "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
+        "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "sandpit",
+        "title", "sandpit: sandboxed Python", "version", m->version, "instructions",
+        "python_exec runs Python in one persistent, sandboxed interpreter (state is kept "
+        "between calls; charts come back as images); python_reset starts afresh; "
+        "workspace_list and workspace_read show the files the code wrote.");
+    jsonrpc_result(&m->rpc, id, &r);
+}
+
+static void handle(struct mcp *m, json_t *msg)
+{
+    if (!json_is_object(msg)) {
+        jsonrpc_error(&m->rpc, NULL, JSONRPC_INVALID_REQUEST, "not a JSON-RPC message");
+        return;
+    }
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *id = json_object_get(msg, "id");
+    json_t *params = json_object_get(msg, "params");
+    if (!method)
+        return; /* a response: we send no requests, so nothing waits for one */
+    if (!id)
+        return; /* a notification: initialized, or a cancel for a call already over */
+    if (!json_is_string(id) && !json_is_integer(id)) {
+        jsonrpc_error(&m->rpc, NULL, JSONRPC_INVALID_REQUEST,
+                      "a request id is a string or an integer");
+        return;
+    }
+    if (strcmp(method, "initialize") == 0) {
+        handle_initialize(m, id, params);
+    } else if (strcmp(method, "ping") == 0) {
+        json_t *r = json_object();
+        jsonrpc_result(&m->rpc, id, &r);
+    } else if (strcmp(method, "tools/list") == 0) {
+        json_t *r = tool_list();
+        jsonrpc_result(&m->rpc, id, &r);
+    } else if (strcmp(method, "tools/call") == 0) {
+        handle_call(m, id, params);
+    } else {
+        char text[256];
+        snprintf(text, sizeof text, "no method \"%.100s\"", method);
+        jsonrpc_error(&m->rpc, id, JSONRPC_METHOD_NOT_FOUND, text);
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sandpit mcp [--workspace DIR] [--profile default|agent] [kernel "
+            "options]\n\n"
+            "A Model Context Protocol server on standard input and output, for coding\n"
+            "assistants: tools python_exec, python_reset, workspace_list and\n"
+            "workspace_read, on a sandboxed kernel of its own whose workspace is DIR\n"
+            "(default: the current folder).\n\nkernel options:\n");
+    options_usage(f);
+}
+
+int mcp_main(int argc, char **argv, const char *version)
+{
+    struct mcp m;
+    char err[1024], runtime[PATH_MAX], cwd[PATH_MAX];
+    int status = 2;
+    memset(&m, 0, sizeof m);
+    m.version = version;
+    options_init(&m.opts);
+    launch_init(&m.kernel);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    if (lifecycle_parse_kernel_options(&m.opts, argc, argv, err, sizeof err)) {
+        fprintf(stderr, "sandpit mcp: %s\n", err);
+        goto out;
+    }
+    const char *ws = m.opts.workspace ? m.opts.workspace : getcwd(cwd, sizeof cwd);
+    int rc;
+    if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
+        snprintf(m.conn, sizeof m.conn, "%s/sandpit-mcp-%d.json", runtime,
+                 (int)getpid()) >= (int)sizeof m.conn) {
+        fprintf(stderr, "sandpit mcp: cannot work out the Jupyter runtime folder\n");
+        goto out;
+    }
+    struct instance dir; /* for instance_make_dir */
+    memset(&dir, 0, sizeof dir);
+    snprintf(dir.dir, sizeof dir.dir, "%s", runtime);
+    if ((rc = instance_make_dir(&dir)) || (rc = workspace_init(&m.ws, ws, runtime))) {
+        fprintf(stderr, "sandpit mcp: cannot use %s: %s\n", rc ? ws : runtime,
+                strerror(-rc));
+        goto out;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    char **kargv = NULL;
+    if (jsonrpc_init(&m.rpc, 0, 1) || !(m.queue = json_array()) ||
+        connfile_write(m.conn, err, sizeof err) ||
+        !(kargv = lifecycle_kernel_argv(&m.opts, m.conn, m.ws.root)) ||
+        launch_start(&m.kernel, &kargv, true, NULL, err, sizeof err) ||
+        client_open(&m.client, m.conn, err, sizeof err)) {
+        fprintf(stderr, "sandpit mcp: cannot start the kernel: %s\n", err);
+        status = 1;
+        goto out;
+    }
+    m.client_open = true;
+    status = 0;
+    /* The kernel starts while the client initialises; the first tool call
+     * waits for it. */
+    for (;;) {
+        json_t *msg;
+        while (json_array_size(m.queue)) {
+            msg = json_incref(json_array_get(m.queue, 0));
+            json_array_remove(m.queue, 0);
+            handle(&m, msg);
+            json_decref(msg);
+        }
+        int r;
+        while ((r = jsonrpc_next(&m.rpc, &msg)) != 0) {
+            if (r < 0) {
+                jsonrpc_error(&m.rpc, NULL, JSONRPC_PARSE_ERROR, "not JSON");
+                continue;
+            }
+            handle(&m, msg);
+            json_decref(msg);
+            if (json_array_size(m.queue))
+                break;
+        }
+        if (json_array_size(m.queue))
+            continue;
+        if (m.rpc.eof)
+            break;
+        struct pollfd p = {.fd = 0, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            break;
+        if (p.revents && (jsonrpc_fill(&m.rpc) != 0))
+            break;
+    }
+out:
+    if (m.kernel.pid > 0)
+        launch_stop(&m.kernel, m.client_open ? &m.client : NULL, 5);
+    if (m.client_open)
+        client_close(&m.client);
+    if (m.conn[0])
+        unlink(m.conn);
+    json_decref(m.queue);
+    jsonrpc_release(&m.rpc);
+    launch_release(&m.kernel);
+    options_release(&m.opts);
+    return status;
+}

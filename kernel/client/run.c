@@ -1,0 +1,489 @@
+/* run: send one cell, print what it did.
+ *
+ * The kernel is the one `sandpit start` launched for the workspace, or any
+ * kernel given by --connection-file. Printing follows what a person and an
+ * agent each need: as text, streams are written as they arrive (stdout to
+ * stdout, stderr and the traceback to stderr) so that a long cell shows its
+ * progress; with --json, one object at the end, with every text cut to
+ * --max-chars and every image written to a file and listed by path (never
+ * inlined: a model's context is no place for base64). Ctrl-C interrupts the
+ * cell, as a notebook's stop button does, rather than abandoning it. */
+#include "kernel/client/run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernel/client/base64.h"
+#include "kernel/client/client.h"
+#include "kernel/client/instance.h"
+#include "kernel/client/launch.h"
+#include "kernel/client/outcome.h"
+
+#define READY_TIMEOUT_S   30.0
+#define RESTART_TIMEOUT_S 60.0
+#define REPLY_GRACE_S     30.0 /* past --timeout: the kernel's own escalation */
+#define DEFAULT_MAX_CHARS 20000
+#define MAX_CODE_BYTES    (16u << 20)
+
+struct run_args {
+    const char *connection_file;
+    const char *workspace;
+    const char *code;
+    const char *code_file;
+    const char *outdir;
+    double timeout_s;
+    size_t max_chars;
+    bool json, interrupt, restart;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: sandpit run [CODE | -f FILE] [--json] [--outdir DIR] [--max-chars N]\n"
+        "                   [--timeout S] [--interrupt] [--restart]\n"
+        "                   [--workspace DIR | --connection-file FILE]\n\n"
+        "Runs one cell in the kernel that `sandpit start` launched for the workspace\n"
+        "(by default the current folder), or in the kernel of a connection file. The\n"
+        "code is CODE, the contents of FILE, or standard input (-f - or no code).\n\n"
+        "  --json             print one JSON object: status, execution_count, stdout,\n"
+        "                     stderr, result, error, outputs, files\n"
+        "  --outdir DIR       where images go, as cell-N-K.png (default: outputs/ in\n"
+        "                     the workspace)\n"
+        "  --max-chars N      cut each text of the JSON to N characters, saying how\n"
+        "                     many were cut (default %d; 0: no limit)\n"
+        "  --timeout S        a time limit for this cell (tightens the kernel's own)\n"
+        "  --interrupt        interrupt the cell that is running first\n"
+        "  --restart          restart the interpreter first (its variables are lost)\n\n"
+        "Exit status: 0 when the cell succeeded, 1 when it failed, 2 when it could not\n"
+        "be run. Ctrl-C interrupts the cell.\n",
+        DEFAULT_MAX_CHARS);
+}
+
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->max_chars = DEFAULT_MAX_CHARS;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        } else if (strcmp(s, "--json") == 0) {
+            a->json = true;
+        } else if (strcmp(s, "--interrupt") == 0) {
+            a->interrupt = true;
+        } else if (strcmp(s, "--restart") == 0) {
+            a->restart = true;
+        } else if (!next && s[0] == '-' && s[1]) {
+            fprintf(stderr, "sandpit run: %s needs a value (see sandpit run --help)\n",
+                    s);
+            return -EINVAL;
+        } else if (strcmp(s, "--connection-file") == 0) {
+            a->connection_file = argv[++i];
+        } else if (strcmp(s, "--workspace") == 0) {
+            a->workspace = argv[++i];
+        } else if (strcmp(s, "-f") == 0 || strcmp(s, "--file") == 0) {
+            a->code_file = argv[++i];
+        } else if (strcmp(s, "--outdir") == 0) {
+            a->outdir = argv[++i];
+        } else if (strcmp(s, "--timeout") == 0) {
+            a->timeout_s = strtod(next, &end);
+            i++;
+            if (end == next || *end || !(a->timeout_s > 0) || a->timeout_s > 1e7) {
+                fprintf(stderr,
+                        "sandpit run: --timeout needs a number of seconds, not "
+                        "\"%s\"\n",
+                        next);
+                return -EINVAL;
+            }
+        } else if (strcmp(s, "--max-chars") == 0) {
+            unsigned long long v = strtoull(next, &end, 10);
+            i++;
+            if (end == next || *end || next[0] == '-') {
+                fprintf(stderr,
+                        "sandpit run: --max-chars needs a whole number, not "
+                        "\"%s\"\n",
+                        next);
+                return -EINVAL;
+            }
+            a->max_chars = (size_t)v;
+        } else if (s[0] == '-' && s[1]) {
+            fprintf(stderr,
+                    "sandpit run: unknown option \"%s\" (see sandpit run --help)\n", s);
+            return -EINVAL;
+        } else if (!a->code) {
+            a->code = s;
+        } else {
+            fprintf(stderr, "sandpit run: give the code as one argument (quote it), "
+                            "with -f FILE, or on standard input\n");
+            return -EINVAL;
+        }
+    }
+    if (a->code && a->code_file) {
+        fprintf(stderr,
+                "sandpit run: give the code as an argument or with -f, not both\n");
+        return -EINVAL;
+    }
+    if (a->connection_file && a->workspace) {
+        fprintf(stderr, "sandpit run: --workspace and --connection-file name two "
+                        "kernels: give one\n");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Reads all of a file ("-": standard input). New string, or NULL with errno. */
+static char *read_all(const char *path)
+{
+    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            break;
+        if (len + 1 >= cap) {
+            if (cap >= MAX_CODE_BYTES) {
+                free(buf);
+                buf = NULL;
+                errno = EFBIG;
+                break;
+            }
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            buf = NULL;
+            errno = e;
+            break;
+        }
+        if (n == 0) {
+            buf[len] = 0;
+            break;
+        }
+        len += (size_t)n;
+    }
+    if (fd != 0)
+        close(fd);
+    return buf;
+}
+
+/* What a run keeps while the cell runs. */
+struct run {
+    const struct run_args *args;
+    char outdir[PATH_MAX];
+    bool outdir_made;
+    struct outcome outcome;
+    struct client *client;
+    int sigfd, pidfd;
+};
+
+static const char *extension_of(const char *mime)
+{
+    if (strcmp(mime, "image/jpeg") == 0)
+        return "jpg";
+    if (strcmp(mime, "image/gif") == 0)
+        return "gif";
+    if (strcmp(mime, "image/svg+xml") == 0)
+        return "svg";
+    return "png";
+}
+
+/* The outcome's image sink: OUTDIR/cell-N-K.EXT, written whole or not at all. */
+static int save_image(void *arg, int execution_count, int index, const char *mime,
+                      const char *b64, char *path, size_t len)
+{
+    struct run *r = arg;
+    int rc;
+    if (!r->outdir_made) {
+        if ((rc = instance_mkdirs(r->outdir, 0755))) {
+            fprintf(stderr, "sandpit run: cannot make %s: %s\n", r->outdir,
+                    strerror(-rc));
+            return rc;
+        }
+        char real[PATH_MAX];
+        if (realpath(r->outdir, real))
+            snprintf(r->outdir, sizeof r->outdir, "%s", real);
+        r->outdir_made = true;
+    }
+    unsigned char *data = NULL;
+    size_t n = 0;
+    bool text = strcmp(mime, "image/svg+xml") == 0; /* SVG comes as text */
+    if (!text && (rc = base64_decode(b64, strlen(b64), &data, &n))) {
+        fprintf(stderr, "sandpit run: the kernel sent an image that is not base64\n");
+        return rc;
+    }
+    if (snprintf(path, len, "%s/cell-%d-%d.%s", r->outdir, execution_count, index,
+                 extension_of(mime)) >= (int)len) {
+        free(data);
+        return -ENAMETOOLONG;
+    }
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    const void *bytes = text ? (const void *)b64 : data;
+    size_t nbytes = text ? strlen(b64) : n;
+    rc = f && fwrite(bytes, 1, nbytes, f) == nbytes ? 0 : -EIO;
+    if (f && fclose(f) != 0)
+        rc = -EIO;
+    if (!rc && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc) {
+        unlink(tmp);
+        fprintf(stderr, "sandpit run: cannot write %s\n", path);
+    }
+    free(data);
+    return rc;
+}
+
+/* As text, each output as it arrives. */
+static void print_live(struct run *r, const struct msg *m)
+{
+    const char *type = msg_type(m);
+    const json_t *c = m->content;
+    if (strcmp(type, "stream") == 0) {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        json_t *text = json_object_get(c, "text");
+        if (!name || !json_is_string(text))
+            return;
+        FILE *f = strcmp(name, "stderr") == 0 ? stderr : stdout;
+        fwrite(json_string_value(text), 1, json_string_length(text), f);
+        fflush(f);
+    } else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0) {
+        /* The files of this output are the last ones the outcome recorded. */
+        json_t *last =
+            json_array_get(r->outcome.outputs, json_array_size(r->outcome.outputs) - 1);
+        json_t *files = json_object_get(last, "files");
+        const char *text = json_string_value(json_object_get(last, "text"));
+        size_t i;
+        json_t *p;
+        json_array_foreach(files, i, p) printf("[image: %s]\n", json_string_value(p));
+        if (text && (!json_array_size(files) || strcmp(type, "execute_result") == 0))
+            printf("%s\n", text);
+        fflush(stdout);
+    } else if (strcmp(type, "error") == 0) {
+        char *tb = outcome_traceback_text(r->outcome.error);
+        if (tb)
+            fputs(tb, stderr);
+        free(tb);
+    }
+}
+
+static void on_iopub(void *arg, const struct msg *m)
+{
+    struct run *r = arg;
+    outcome_add(&r->outcome, m);
+    if (!r->args->json)
+        print_live(r, m);
+}
+
+static int on_fd(void *arg, int fd)
+{
+    struct run *r = arg;
+    if (fd == r->pidfd)
+        return -ECHILD;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        json_t *content = json_object();
+        client_send(r->client, CONNECTION_CONTROL, "interrupt_request", &content, NULL,
+                    NULL);
+        fprintf(stderr, "\nsandpit run: interrupting the cell\n");
+    }
+    return 0;
+}
+
+static int send_interrupt(struct client *c)
+{
+    char id[CLIENT_ID_LEN];
+    struct msg *reply = NULL;
+    struct client_wait w = {.timeout_s = 10, .skip_idle = true};
+    int rc = client_send(c, CONNECTION_CONTROL, "interrupt_request", NULL, NULL, id);
+    if (!rc)
+        rc = client_wait(c, CONNECTION_CONTROL, id, &w, &reply);
+    msg_free(reply);
+    return rc;
+}
+
+int run_main(int argc, char **argv)
+{
+    struct run_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    struct instance in;
+    struct instance_state st;
+    struct launched k;
+    struct client c;
+    struct run r;
+    char err[1024];
+    char *code = NULL;
+    int status = 2, lock = -1;
+    bool open = false;
+    memset(&st, 0, sizeof st);
+    memset(&r, 0, sizeof r);
+    r.args = &a;
+    r.sigfd = r.pidfd = -1;
+    launch_init(&k);
+    if (outcome_init(&r.outcome)) {
+        fprintf(stderr, "sandpit run: out of memory\n");
+        goto out;
+    }
+    if (instance_locate(&in, a.workspace, err, sizeof err)) {
+        fprintf(stderr, "sandpit run: %s\n", err);
+        goto out;
+    }
+    const char *conn = a.connection_file;
+    if (!conn) {
+        if (instance_read_state(&in, &st) != 0 ||
+            !instance_alive(st.pid, st.start_time)) {
+            fprintf(stderr,
+                    "sandpit run: no kernel is running for %s: start one with `sandpit "
+                    "start`, or give --connection-file\n",
+                    in.workspace);
+            goto out;
+        }
+        conn = in.connection_file;
+        launch_attach(&k, st.pid, st.argv, in.log_file);
+        r.pidfd = k.pidfd;
+    }
+    if (a.code) {
+        code = strdup(a.code);
+    } else if (a.code_file || (!a.interrupt && !a.restart)) {
+        if (!(code = read_all(a.code_file ? a.code_file : "-")))
+            fprintf(stderr, "sandpit run: cannot read the code from %s: %s\n",
+                    a.code_file && strcmp(a.code_file, "-") ? a.code_file
+                                                            : "standard input",
+                    strerror(errno));
+    }
+    if ((a.code || a.code_file || (!a.interrupt && !a.restart)) && !code)
+        goto out;
+    if ((a.outdir ? snprintf(r.outdir, sizeof r.outdir, "%s", a.outdir)
+                  : snprintf(r.outdir, sizeof r.outdir, "%.4000s/outputs",
+                             in.workspace)) >= (int)sizeof r.outdir) {
+        fprintf(stderr, "sandpit run: the output folder's path is too long\n");
+        goto out;
+    }
+    if (client_open(&c, conn, err, sizeof err)) {
+        fprintf(stderr, "sandpit run: %s\n", err);
+        goto out;
+    }
+    open = true;
+    r.client = &c;
+    if (a.interrupt && (rc = send_interrupt(&c))) {
+        fprintf(stderr, "sandpit run: the kernel did not answer the interrupt: %s\n",
+                strerror(-rc));
+        goto out;
+    }
+    if (a.restart) {
+        if (!a.connection_file)
+            lock = instance_lock(&in);
+        rc = launch_restart(&k, &c, RESTART_TIMEOUT_S, err, sizeof err);
+        if (rc < 0) {
+            fprintf(stderr, "sandpit run: cannot restart the kernel: %s\n", err);
+            goto out;
+        }
+        if (rc == 1 && !a.connection_file)
+            instance_write_state(&in, k.pid, k.argv);
+        r.pidfd = k.pidfd;
+        if (!a.json)
+            fprintf(stderr, "sandpit run: the kernel was restarted\n");
+    }
+    if (!code) {
+        status = 0;
+        goto out;
+    }
+
+    struct client_wait w = {
+        .timeout_s = READY_TIMEOUT_S, .on_fd = on_fd, .arg = &r, .on_iopub = on_iopub};
+    int fds[2], nfds = 0;
+    if (r.pidfd >= 0)
+        fds[nfds++] = r.pidfd;
+    w.fds = fds;
+    w.nfds = (size_t)nfds;
+    if ((rc = client_ready(&c, &w, NULL))) {
+        fprintf(stderr, "sandpit run: the kernel does not answer: %s\n",
+                rc == -ECHILD ? "it has exited" : strerror(-rc));
+        goto out;
+    }
+    /* Ctrl-C from now on interrupts the cell. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    if ((r.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) >= 0)
+        fds[nfds++] = r.sigfd;
+    w.nfds = (size_t)nfds;
+    r.outcome.save_image = save_image;
+    r.outcome.save_arg = &r;
+    json_t *meta = a.timeout_s > 0
+                       ? json_pack("{s:{s:f}}", "sandpit", "timeout", a.timeout_s)
+                       : NULL;
+    char id[CLIENT_ID_LEN];
+    struct msg *reply = NULL;
+    w.timeout_s = a.timeout_s > 0 ? a.timeout_s + REPLY_GRACE_S : 0;
+    if ((rc = client_execute(&c, code, false, &meta, id)) ||
+        (rc = client_wait(&c, CONNECTION_SHELL, id, &w, &reply))) {
+        fprintf(stderr, "sandpit run: %s\n",
+                rc == -ECHILD      ? "the kernel exited while the cell ran"
+                : rc == -EHOSTDOWN ? "the kernel stopped answering"
+                : rc == -ETIMEDOUT ? "no answer from the kernel in time"
+                                   : strerror(-rc));
+        goto out;
+    }
+    const char *cell_status;
+    outcome_finish(&r.outcome, reply, &cell_status);
+    msg_free(reply);
+    if (a.json) {
+        json_t *j = outcome_json(&r.outcome, cell_status, a.max_chars);
+        char *text = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
+        json_decref(j);
+        if (!text) {
+            fprintf(stderr, "sandpit run: out of memory\n");
+            goto out;
+        }
+        printf("%s\n", text);
+        free(text);
+    } else if (strcmp(cell_status, "ok") != 0 && !json_array_size(r.outcome.outputs)) {
+        /* An error that came in the reply alone, or an aborted cell. */
+        char *tb = r.outcome.error ? outcome_traceback_text(r.outcome.error) : NULL;
+        fprintf(stderr, "%s", tb ? tb : "sandpit run: the cell was aborted\n");
+        free(tb);
+    }
+    fflush(stdout);
+    status = strcmp(cell_status, "ok") == 0 ? 0 : 1;
+out:
+    if (open)
+        client_close(&c);
+    if (r.sigfd >= 0)
+        close(r.sigfd);
+    if (lock >= 0)
+        close(lock);
+    free(code);
+    outcome_release(&r.outcome);
+    instance_state_release(&st);
+    launch_release(&k);
+    return status;
+}

@@ -1,0 +1,42 @@
+"""Layer 2, seeding: --seed, the same random numbers every time the same
+cells run.
+
+With `sandpit kernel --seed N` (or `sandpit start` and `sandpit mcp` with
+it), each new worker (the first, and every one after a restart) seeds
+Python's `random` with N before any cell runs, and numpy's global generator
+(`numpy.random.seed(N)`) as soon as numpy.random is imported: when it was
+preloaded, at once; otherwise through sandpit.import_hooks, when a cell first
+imports numpy, so that a kernel whose cells never use numpy does not pay for
+importing it. Generators a cell makes itself (`numpy.random.default_rng()`,
+`random.Random()`) are the cell's to seed.
+"""
+
+import os
+import random
+import sys
+
+
+def seed():
+    """The kernel's seed (an int), or None without --seed."""
+    value = os.environ.get("SANDPIT_SEED")
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def seed_numpy(module):
+    """Seeds numpy's global generator (module is numpy.random)."""
+    n = seed()
+    if n is not None:
+        module.seed(n)
+
+
+def install(user_ns):
+    n = seed()
+    if n is None:
+        return
+    random.seed(n)
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        seed_numpy(np_random)
