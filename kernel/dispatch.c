@@ -563,6 +563,21 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
     dispatch_pump(k);
 }
 
+void dispatch_unreadable(struct kernel *k, struct msg *m, enum connection_channel ch,
+                         const char *why)
+{
+    const char *type = msg_type(m);
+    size_t n = strlen(type);
+    if (ch == CONNECTION_STDIN || n <= 8 || strcmp(type + n - 8, "_request") != 0)
+        return; /* no reply is due */
+    struct request r = {.msg = m, .channel = ch};
+    char text[320];
+    snprintf(text, sizeof text, "the kernel could not read this request: %s", why);
+    begin(k, &r);
+    reply_error(k, &r, "ValueError", text);
+    end(k, &r);
+}
+
 /* --- time limits and interrupts ---------------------------------------------------- */
 
 static void arm_escalation(struct request *r)

@@ -107,6 +107,10 @@ double kernel_now(void);
 
 /* dispatch.c */
 void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch);
+/* A well-signed message whose header could be read but not the rest (m borrowed,
+ * as msg_parse leaves it on -EPROTO): a request gets an error reply saying why. */
+void dispatch_unreadable(struct kernel *k, struct msg *m, enum connection_channel ch,
+                         const char *why);
 void dispatch_worker_frame(struct kernel *k, struct link_frame *f);
 void dispatch_pump(struct kernel *k);
 /* The worker went away: answer every running request with why, and delete the

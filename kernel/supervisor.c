@@ -70,7 +70,10 @@ static int open_sockets(struct kernel *k)
             return -errno;
         k->sockets[ch] = s;
         int linger = 1000, one = 1;
-        int64_t maxmsg = (int64_t)WIRE_MAX_JSON * 2;
+        /* ZeroMQ checks each frame as it arrives, and drops the peer of one that is
+         * too large before it is read; recv_frames checks the frames together. */
+        int64_t maxmsg =
+            k->opts->max_message_mib ? (int64_t)k->opts->max_message_mib << 20 : -1;
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
         if (strchr(k->conn.ip, ':'))
@@ -106,12 +109,14 @@ static void close_sockets(struct kernel *k)
 
 /* Reads one multipart message without waiting. Returns the number of frames
  * (> 0, *frames is new), -EAGAIN when there is none, -EMSGSIZE when it had
- * too many frames (it was read and discarded), or -errno. */
-static int recv_frames(void *sock, struct wire_frame **frames)
+ * too many frames or more than max bytes (0: no limit) (it was read and
+ * discarded, and nothing past the limit was copied), or -errno. */
+static int recv_frames(void *sock, struct wire_frame **frames, size_t max)
 {
     *frames = NULL;
     struct wire_frame *f = NULL;
     int n = 0, more = 1, rc = 0;
+    size_t total = 0;
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
@@ -123,7 +128,10 @@ static int recv_frames(void *sock, struct wire_frame **frames)
             break;
         }
         more = zmq_msg_more(&part);
-        if (n < MAX_FRAMES) {
+        total += zmq_msg_size(&part);
+        if (max && total > max)
+            rc = -EMSGSIZE;
+        if (rc == 0 && n < MAX_FRAMES) {
             struct wire_frame *nf = realloc(f, (size_t)(n + 1) * sizeof *nf);
             size_t len = zmq_msg_size(&part);
             void *data = nf ? malloc(len ? len : 1) : NULL;
@@ -139,7 +147,7 @@ static int recv_frames(void *sock, struct wire_frame **frames)
                 f[n].len = len;
                 n++;
             }
-        } else {
+        } else if (rc == 0) {
             rc = -EMSGSIZE;
         }
         zmq_msg_close(&part);
@@ -448,12 +456,14 @@ static void read_channel(struct kernel *k, enum connection_channel ch)
 {
     for (int i = 0; i < DRAIN_BATCH; i++) {
         struct wire_frame *frames;
-        int n = recv_frames(k->sockets[ch], &frames);
+        int n =
+            recv_frames(k->sockets[ch], &frames, (size_t)k->opts->max_message_mib << 20);
         if (n == -EAGAIN)
             return;
         if (n < 0) {
             log_warn("dropped a message on %s: %s", connection_channel_name(ch),
-                     n == -EMSGSIZE ? "too many frames" : strerror(-n));
+                     n == -EMSGSIZE ? "too many frames, or larger than --max-message"
+                                    : strerror(-n));
             continue;
         }
         if (ch == CONNECTION_HB) {
@@ -474,7 +484,11 @@ static void read_channel(struct kernel *k, enum connection_channel ch)
             struct msg *m = NULL;
             char err[256];
             int rc = msg_parse(frames, (size_t)n, &k->sign, &m, err, sizeof err);
-            if (rc) {
+            if (rc == -EPROTO) {
+                log_warn("an unreadable message on %s: %s", connection_channel_name(ch),
+                         err);
+                dispatch_unreadable(k, m, ch, err);
+            } else if (rc) {
                 log_warn("dropped a message on %s: %s", connection_channel_name(ch), err);
             } else if (ch == CONNECTION_STDIN) {
                 dispatch_stdin(k, &m);
