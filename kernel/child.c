@@ -35,6 +35,45 @@ void child_init(struct child *c)
     c->fd = -1;
     c->log_fd = -1;
     link_reader_init(&c->reader);
+    sandbox_cgroup_init(&c->cgroup);
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        sandbox_cgroup_init(&c->retired[i]);
+}
+
+/* Removes the groups of workers that have ended; a group still holding its
+ * worker (killed, not yet gone) stays for the next try. */
+static void sweep_groups(struct child *c)
+{
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        if (c->retired[i].version && sandbox_cgroup_remove(&c->retired[i]) == 0)
+            sandbox_cgroup_release(&c->retired[i]);
+}
+
+/* The running worker's group joins the retired ones, to be removed once the
+ * worker is reaped. */
+static void retire_group(struct child *c)
+{
+    if (!c->cgroup.version)
+        return;
+    sweep_groups(c);
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        if (!c->retired[i].version) {
+            c->retired[i] = c->cgroup;
+            sandbox_cgroup_init(&c->cgroup);
+            return;
+        }
+    /* Four workers killed and none gone: leave this group to the next kernel. */
+    sandbox_cgroup_release(&c->cgroup);
+}
+
+void child_reaped(struct child *c)
+{
+    sweep_groups(c);
+}
+
+bool child_memory_killed(const struct child *c)
+{
+    return sandbox_cgroup_memory_killed(&c->cgroup);
 }
 
 /* Names, and prefixes ending in '*', of variables a sandboxed cell may see. */
@@ -151,6 +190,9 @@ void child_read_log(struct child *c)
 void child_release(struct child *c)
 {
     child_stop(c);
+    sweep_groups(c);
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        sandbox_cgroup_release(&c->retired[i]);
     if (c->log_fd >= 0)
         close(c->log_fd);
     link_reader_release(&c->reader);
@@ -158,15 +200,63 @@ void child_release(struct child *c)
     child_init(c);
 }
 
-int child_start(struct child *c, char *const argv[], char *const envp[])
+/* envp with SANDPIT_CGROUP=note appended (a new array of borrowed strings but
+ * the last, which is new: free both with free_env_with). */
+static char **env_with(char *const envp[], const char *note)
+{
+    size_t n = 0;
+    while (envp[n])
+        n++;
+    char **e = calloc(n + 2, sizeof *e);
+    char *var = malloc(strlen("SANDPIT_CGROUP=") + strlen(note) + 1);
+    if (!e || !var) {
+        free(e);
+        free(var);
+        return NULL;
+    }
+    memcpy(e, envp, n * sizeof *e);
+    strcpy(var, "SANDPIT_CGROUP=");
+    strcat(var, note);
+    e[n] = var;
+    return e;
+}
+
+static void free_env_with(char **e)
+{
+    size_t n = 0;
+    while (e && e[n])
+        n++;
+    if (n)
+        free(e[n - 1]);
+    free(e);
+}
+
+int child_start(struct child *c, char *const argv[], char *const envp[],
+                const struct sandbox_cgroup_limits *limits)
 {
     int sv[2], logp[2];
-    if (pipe2(logp, O_CLOEXEC) < 0)
-        return -errno;
+    sandbox_cgroup_init(&c->cgroup);
+    if (limits) {
+        if (sandbox_cgroup_create(&c->cgroup, ++c->started, limits) == 0)
+            log_info("cgroup: %s", c->cgroup.detail);
+        else
+            log_warn("no cgroup for the worker: %s", c->cgroup.detail);
+    }
+    char **env = env_with(envp, c->cgroup.detail[0] ? c->cgroup.detail : "none");
+    if (!env || pipe2(logp, O_CLOEXEC) < 0) {
+        int e = env ? errno : ENOMEM;
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
+        return -e;
+    }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         int e = errno;
         close(logp[0]);
         close(logp[1]);
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
         return -e;
     }
     /* Big socket buffers: a chart of a few hundred kilobytes then passes in one
@@ -181,6 +271,9 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
         close(sv[1]);
         close(logp[0]);
         close(logp[1]);
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
         return -e;
     }
     pid_t parent = getpid();
@@ -192,6 +285,9 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
         close(devnull);
         close(logp[0]);
         close(logp[1]);
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
         return -e;
     }
     if (pid == 0) {
@@ -204,13 +300,18 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
+        /* Before exec: nothing the worker runs is outside its group. If this fails,
+         * the worker finds itself outside and says so in its report. */
+        sandbox_cgroup_join(&c->cgroup);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
             dup2(logp[1], 2) < 0)
             _exit(127);
         syscall(SYS_close_range, 4U, ~0U, 0U);
-        execve("/proc/self/exe", argv, envp);
+        execve("/proc/self/exe", argv, env);
         _exit(127);
     }
+    free_env_with(env);
+    sandbox_cgroup_started(&c->cgroup, pid);
     close(sv[1]);
     close(devnull);
     close(logp[1]);
@@ -235,6 +336,7 @@ void child_stop(struct child *c)
 {
     if (c->pid > 0)
         kill(c->pid, SIGKILL);
+    retire_group(c);
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;

@@ -11,6 +11,9 @@
 #include <sys/types.h>
 
 #include "kernel/link.h"
+#include "sandbox/cgroup.h"
+
+#define CHILD_RETIRED 4 /* groups of stopped workers not reaped yet */
 
 enum child_state {
     CHILD_DOWN,     /* no worker */
@@ -30,6 +33,9 @@ struct child {
     int log_fd;        /* the read end of the worker's fd 2; -1 when none */
     char log_buf[1024];
     size_t log_len;
+    struct sandbox_cgroup cgroup;                 /* the running worker's group */
+    struct sandbox_cgroup retired[CHILD_RETIRED]; /* stopped workers', until reaped */
+    unsigned started;                             /* workers started; names groups */
 };
 
 void child_init(struct child *c);
@@ -38,8 +44,17 @@ void child_release(struct child *c);
 /* Starts a worker: argv[0] is ignored and replaced by this binary; envp is
  * its whole environment. The worker gets the link as fd 3, /dev/null as stdin
  * and stdout, a pipe for its log as fd 2 (read with child_read_log), and
- * nothing else. 0 or -errno. */
-int child_start(struct child *c, char *const argv[], char *const envp[]);
+ * nothing else. With limits (borrowed), it runs in a cgroup of its own that
+ * has them, from before its first instruction; SANDPIT_CGROUP in its
+ * environment says what was made, or why nothing was. 0 or -errno. */
+int child_start(struct child *c, char *const argv[], char *const envp[],
+                const struct sandbox_cgroup_limits *limits);
+
+/* A child process was reaped: removes the cgroups of workers that have ended. */
+void child_reaped(struct child *c);
+
+/* True if the running worker's cgroup killed it for memory. */
+bool child_memory_killed(const struct child *c);
 
 /* The environment a worker gets (a new NULL-terminated array of new strings;
  * free with child_free_environment): with the sandbox on, only variables known

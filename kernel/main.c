@@ -76,6 +76,7 @@ static int check_sandbox_main(int argc, char **argv)
     p.workspace = "/tmp";
     p.tmpdir = "/tmp";
     p.memory_bytes = (uint64_t)o.memory_mib << 20;
+    p.cpus = o.cpus;
     memset(&r, 0, sizeof r);
     int rc = sandbox_probe(&p, &r);
     if (rc) {

@@ -279,7 +279,11 @@ static void start_worker(struct kernel *k)
     }
     if (!k->worker_env)
         k->worker_env = child_environment(k->opts->sandbox, k->opts->pass_env);
-    int rc = k->worker_env ? child_start(&k->child, argv, k->worker_env) : -ENOMEM;
+    struct sandbox_cgroup_limits limits = {(uint64_t)k->opts->memory_mib << 20,
+                                           SANDBOX_MAX_TASKS, k->opts->cpus};
+    int rc = k->worker_env ? child_start(&k->child, argv, k->worker_env,
+                                         k->opts->sandbox ? &limits : NULL)
+                           : -ENOMEM;
     for (int i = 0; argv[i]; i++)
         free(argv[i]);
     free(argv);
@@ -300,7 +304,11 @@ static void describe_exit(const struct child *c, int status, char *buf, size_t l
 {
     /* The link closes when the worker dies, before its status is known: the
      * supervisor's own SIGKILL after that says nothing, the status does. */
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && c->link_closed)
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && child_memory_killed(c))
+        snprintf(buf, len,
+                 "ran out of memory (its limit counts shared memory and files "
+                 "in memory too) and was stopped");
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && c->link_closed)
         snprintf(buf, len, "closed its link to the kernel and was stopped");
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
         snprintf(buf, len,
@@ -347,9 +355,11 @@ static void reap_children(struct kernel *k)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == k->child.pid)
             worker_gone(k, status);
+        child_reaped(&k->child);
+    }
 }
 
 static void read_worker(struct kernel *k)
@@ -773,8 +783,9 @@ static int kernel_init(struct kernel *k, struct options *opts)
 static void kernel_release(struct kernel *k)
 {
     child_stop(&k->child);
-    /* Reap the last worker so that it is not left a zombie for our parent. */
-    for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
+    /* Reap the last worker so that it is not left a zombie for our parent, and
+     * so that its cgroup can go (a large one takes a moment to tear down). */
+    for (int i = 0; i < 2000 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
         usleep(1000);
     child_release(&k->child);
     dispatch_release(k);

@@ -202,6 +202,13 @@ int worker_main(int argc, char **argv)
     policy.hidden_paths = o.hide ? hidden : NULL;
     policy.memory_bytes = (uint64_t)o.memory_mib << 20;
     policy.max_file_bytes = (uint64_t)o.max_file_mib << 20;
+    policy.cpus = o.cpus;
+    /* What the supervisor made of the worker's cgroup, for the report. */
+    char cgroup_note[SANDBOX_DETAIL_MAX] = "";
+    const char *note = getenv("SANDPIT_CGROUP");
+    snprintf(cgroup_note, sizeof cgroup_note, "%s", note ? note : "");
+    unsetenv("SANDPIT_CGROUP");
+    policy.cgroup_note = cgroup_note;
     memset(&report, 0, sizeof report);
     int rc = sandbox_enter(&policy, &report);
     if (rc) {

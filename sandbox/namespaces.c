@@ -19,6 +19,11 @@
  * file without permissions (opening it is refused), bound read-only.
  * Propagation is made private first, so nothing done here reaches the parent namespace.
  *
+ * Where a memory limit is asked for but no cgroup counts tmpfs pages, a temporary folder
+ * on tmpfs (a /tmp in memory, as on many distributions) would let a cell fill memory
+ * that no limit sees: the worker then gets a private tmpfs there instead, a quarter of
+ * the limit in size. /dev/shm is read-only like every other mount.
+ *
  * Without user namespaces, real root can still make the network and mount namespaces;
  * anyone else gets "unavailable" with the reason.
  */
@@ -38,7 +43,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,9 +287,28 @@ static size_t rw_list(const struct sandbox_policy *p, const char **out, size_t m
     return n;
 }
 
+static bool on_tmpfs(const char *path)
+{
+    struct statfs st;
+    return statfs(path, &st) == 0 && st.f_type == TMPFS_MAGIC;
+}
+
+/* Mounts a private tmpfs of a quarter of the memory limit (at least 16 MiB) on dir. */
+static int small_tmpfs_on(const char *dir, const struct sandbox_policy *p)
+{
+    char opts[64];
+    unsigned long long size = p->memory_bytes / 4;
+    if (size < (16ull << 20))
+        size = 16ull << 20;
+    snprintf(opts, sizeof opts, "size=%llu,mode=0700", size);
+    return mount("sandpit-tmp", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno
+                                                                              : 0;
+}
+
 /* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
  * hidden paths covered. */
-static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt)
+static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                        bool small_tmpfs)
 {
     /* Private first: otherwise, in a namespace made by real root, the mounts below would
      * propagate to the host. If that fails, nothing else may be mounted. */
@@ -306,6 +332,22 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
         n_rw = MAX_RW;
     }
     for (size_t i = 0; i < n_rw; i++) {
+        if (small_tmpfs && rw[i] == p->tmpdir && on_tmpfs(rw[i])) {
+            int rc = small_tmpfs_on(rw[i], p);
+            if (rc == 0) {
+                bound[i] = true;
+                n_bound++;
+                sandbox__layer_note(mnt, "a small private tmpfs on %s", rw[i]);
+                continue;
+            }
+            sandbox__layer_note(mnt, "cannot limit the tmpfs %s: %s", rw[i],
+                                strerror(-rc));
+        } else if (small_tmpfs && on_tmpfs(rw[i])) {
+            sandbox__layer_note(mnt,
+                                "%s is on tmpfs: files there are memory no limit "
+                                "counts",
+                                rw[i]);
+        }
         if (mount(rw[i], rw[i], NULL, MS_BIND | MS_REC, NULL) == 0) {
             bound[i] = true;
             n_bound++;
@@ -358,7 +400,8 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
 }
 
 int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_layer *user,
-                              struct sandbox_layer *net, struct sandbox_layer *mnt)
+                              struct sandbox_layer *net, struct sandbox_layer *mnt,
+                              bool small_tmpfs)
 {
     uid_t uid = geteuid();
     gid_t gid = getegid();
@@ -442,7 +485,7 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
 
     int rc = 0;
     if (flags & CLONE_NEWNS)
-        rc = setup_mounts(p, mnt);
+        rc = setup_mounts(p, mnt, small_tmpfs);
     else
         sandbox__layer_set(mnt, SANDBOX_UNAVAILABLE, "%s", why_mnt);
     if (net->state == SANDBOX_FAILED && rc == 0)

@@ -56,6 +56,7 @@ def test_kernel_on_a_machine_without_landlock_and_namespaces(jupyter_dir, tmp_pa
     name, launcher = degraded_spec(jupyter_dir, tmp_path)
     k = start(name, cwd=str(tmp_path))
     try:
+        k.run("pass")  # the worker is up: its report has reached the supervisor
         layers = {layer["name"]: layer
                   for layer in k.request("kernel_info")["content"]["sandpit"]["layers"]}
         assert set(layers) == set(LAYERS)
