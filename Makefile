@@ -3,6 +3,7 @@
 #   make demo      install what is missing, build, run the tour notebook
 #   make test      install what is missing, build, run every test
 #   make bench     side-by-side timings against ipykernel
+#   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
 #   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
 #
 # SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
@@ -53,7 +54,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean
+        install uninstall clean fuzz fuzz-replay
 
 all: $(BIN)
 
@@ -85,7 +86,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
 DEB_BUILD := gcc make pkg-config libzmq3-dev libjansson-dev libssl-dev libseccomp-dev \
-             python3-dev clang-format
+             python3-dev clang-format clang libclang-rt-14-dev
 DEB_TEST  := python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
              jupyter-nbconvert python3-nbconvert jupyter-console tmux \
@@ -112,6 +113,7 @@ test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
 	@echo "sandpit: all tests passed"
 
@@ -123,12 +125,55 @@ unit-test: $(UNIT_BINS)
 integration-test: $(BIN)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
-C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] tests/unit/*.[ch])
+C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] tests/unit/*.[ch] \
+                      tests/fuzz/*.[ch])
 format-check:
 	@clang-format --dry-run --Werror $(C_FILES) && echo "format: clean"
 
 format:
 	clang-format -i $(C_FILES)
+
+# --- fuzzing ------------------------------------------------------------------------
+# libFuzzer harnesses (clang's) for what reads untrusted bytes: the wire splitter and
+# the signature check, the message parser, the connection file and the link codec,
+# each under AddressSanitizer and UBSan. `make fuzz` runs each for FUZZ_SECONDS and
+# keeps what it finds in build-fuzz/; `make test` replays each seed corpus once.
+FUZZ_CC      := clang
+FUZZ_BUILD   := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := wire msg connection link
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
+                $(PKG_CFLAGS)
+LINK_SRC     := $(firstword $(wildcard kernel/link.c kernel/*/link.c))
+FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC))
+FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
+.SECONDARY: $(FUZZ_LIB_OBJ)
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@echo "  LD    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+
+# One harness at a time, to leave the other cores to whoever shares the machine.
+fuzz: deps $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes; \
+	    echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- \
+	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done; echo "fuzz: nothing found"
+
+fuzz-replay: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(FUZZ_BUILD)/fuzz_$$t -runs=0 tests/fuzz/corpus/$$t 2>$(FUZZ_BUILD)/replay-$$t.log \
+	    || { cat $(FUZZ_BUILD)/replay-$$t.log; echo "fuzz replay: $$t FAILED"; exit 1; }; \
+	done; echo "fuzz replay: every corpus passed"
 
 # --- demo and benchmark -------------------------------------------------------------
 demo: deps
@@ -151,6 +196,6 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sandpit
 
 clean:
-	rm -rf build build-address build-undefined
+	rm -rf build build-address build-undefined $(FUZZ_BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
