@@ -100,6 +100,18 @@ static const char *const env_allowed[] = {
     "LC_*",
     "JPY_PARENT_PID",
     "JPY_SESSION_NAME",
+    /* Where the user's setup lives, for the sandbox to keep it out of reach. */
+    "JUPYTER_RUNTIME_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTER_CONFIG_DIR",
+    "JUPYTER_PATH",
+    "JUPYTER_CONFIG_PATH",
+    "IPYTHONDIR",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_RUNTIME_DIR",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
     "SANDPIT_*",
     NULL,
 };

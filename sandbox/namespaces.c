@@ -8,6 +8,8 @@
  * unshare() succeeds but writing the maps does not (Ubuntu's AppArmor restriction), so
  * the combination is first tried in a throwaway child.
  *
+ * A new IPC namespace holds the worker's SysV IPC objects (see below).
+ *
  * The network namespace is new and empty: a loopback interface that is down, so every
  * connect() fails with "network is unreachable", even to 127.0.0.1.
  *
@@ -305,6 +307,70 @@ static int small_tmpfs_on(const char *dir, const struct sandbox_policy *p)
                                                                               : 0;
 }
 
+/* path as the report shows it: "./x" inside the workspace, "~/x" inside the home
+ * folder, or whole; into buf. */
+static const char *short_name(const char *path, const char *workspace, char *buf,
+                              size_t len)
+{
+    const char *home = getenv("HOME");
+    size_t w = workspace ? strlen(workspace) : 0, n = home ? strlen(home) : 0;
+    bool in_ws = w > 1 && strncmp(path, workspace, w) == 0 && path[w] == '/';
+    bool in_home = n > 1 && strncmp(path, home, n) == 0 && (path[n] == '/' || !path[n]);
+    if (in_home && (!in_ws || n >= w)) /* the nearer of the two */
+        snprintf(buf, len, "~%s", path + n);
+    else if (in_ws)
+        snprintf(buf, len, ".%s", path + w);
+    else
+        snprintf(buf, len, "%s", path);
+    return buf;
+}
+
+/* Appends a path to a list being written for the report. */
+static void list_path(char *list, size_t size, const char *path, const char *workspace)
+{
+    char shown[PATH_MAX];
+    size_t n = strlen(list);
+    short_name(path, workspace, shown, sizeof shown);
+    int k = snprintf(list + n, size - n, "%s%.*s", n ? ", " : "", (int)(size - n), shown);
+    if (k < 0 || (size_t)k >= size - n)
+        memcpy(list + size - 4, "...", 4); /* the report's detail is bounded too */
+}
+
+#define HOME_MAX_ENTRIES 1024
+
+/* The top of a home folder inside the workspace: read-only, but for each entry that is
+ * not a dot-file, bound on itself so that it stays writable. Nothing can then make a
+ * new ~/.bash_profile or ~/.local, nor change those there. Returns the number of
+ * entries kept writable, or -errno. */
+static int lock_home(const char *home, struct sandbox_layer *mnt)
+{
+    if (mount(home, home, NULL, MS_BIND | MS_REC, NULL) < 0)
+        return -errno;
+    DIR *d = opendir(home);
+    if (!d)
+        return -errno;
+    int kept = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[PATH_MAX];
+        struct stat st;
+        if (e->d_name[0] == '.' ||
+            snprintf(path, sizeof path, "%s/%s", home, e->d_name) >= (int)sizeof path ||
+            lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+            continue; /* a symbolic link leads elsewhere: Landlock judges its target */
+        if (kept == HOME_MAX_ENTRIES) {
+            sandbox__layer_note(mnt, "only %d entries at the top of %s stay writable",
+                                HOME_MAX_ENTRIES, home);
+            break;
+        }
+        if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) == 0)
+            kept++;
+    }
+    closedir(d);
+    int rc = mount_setattr_rdonly(home, true, false);
+    return rc < 0 ? rc : kept;
+}
+
 /* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
  * hidden paths covered. */
 static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt,
@@ -363,16 +429,42 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
             if (bound[i] && (rc = mount_setattr_rdonly(rw[i], false, true)) < 0)
                 sandbox__layer_note(mnt, "%s stays read-only: %s", rw[i], strerror(-rc));
     }
+    /* What of the user's setup lies in the read-write paths: home.h. */
+    char masked[SANDBOX_DETAIL_MAX] = "", locked[SANDBOX_DETAIL_MAX] = "";
+    for (const char *const *h = p->home_dirs; can_setattr && h && *h; h++) {
+        int kept = lock_home(*h, mnt);
+        if (kept < 0)
+            sandbox__layer_note(mnt, "cannot lock the top of %s: %s", *h,
+                                strerror(-kept));
+        else
+            list_path(locked, sizeof locked, *h, p->workspace);
+    }
+    for (const char *const *r = p->readonly_paths; can_setattr && r && *r; r++) {
+        int m = mount(*r, *r, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
+        if (m == 0)
+            m = mount_setattr_rdonly(*r, true, true);
+        if (m < 0)
+            sandbox__layer_note(mnt, "cannot make %s read-only: %s", *r, strerror(-m));
+        else
+            list_path(masked, sizeof masked, *r, p->workspace);
+    }
     int hide_rc = 0;
     size_t hidden = 0;
-    char cover_buf[PATH_MAX];
+    char cover_buf[PATH_MAX], hidden_list[SANDBOX_DETAIL_MAX] = "";
     const char *cover_with = p->hidden_paths && *p->hidden_paths
                                  ? cover_file(p, cover_buf, sizeof cover_buf)
                                  : NULL;
-    for (const char *const *h = p->hidden_paths; h && *h; h++, hidden++) {
+    for (const char *const *h = p->hidden_paths; h && *h; h++) {
+        struct stat st;
+        if (stat(*h, &st) < 0)
+            continue; /* nothing to hide */
         int c = cover(*h, mnt, can_setattr, cover_with);
         if (c < 0 && hide_rc == 0)
             hide_rc = c;
+        if (c == 0) {
+            hidden++;
+            list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
+        }
     }
     if (cover_with)
         unlink(cover_with);         /* the binds keep it; the user's folder does not */
@@ -389,6 +481,15 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
         sandbox__layer_set(mnt, SANDBOX_ACTIVE,
                            "read-only but for %zu read-write path%s, %zu hidden", n_bound,
                            n_bound == 1 ? "" : "s", hidden);
+        if (hidden_list[0])
+            sandbox__layer_note(mnt, "hidden: %s", hidden_list);
+        if (locked[0])
+            sandbox__layer_note(mnt,
+                                "home folder with its top level and dot-files "
+                                "read-only: %s",
+                                locked);
+        if (masked[0])
+            sandbox__layer_note(mnt, "read-only in the workspace (.): %s", masked);
     }
     if (notes[0])
         sandbox__layer_note(mnt, "%s", notes);
@@ -474,6 +575,16 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
             snprintf(why_net, sizeof why_net, "needs a user namespace");
             snprintf(why_mnt, sizeof why_mnt, "needs a user namespace");
         }
+    }
+
+    /* SysV shared memory, semaphores and message queues of its own: a segment made by
+     * a cell goes with the worker instead of outliving it, and no segment of another
+     * process (a database's, as root) can be attached. */
+    if (flags & CLONE_NEWUSER || uid == 0) {
+        if (unshare(CLONE_NEWIPC) == 0)
+            sandbox__layer_note(user, "an IPC namespace of its own");
+        else
+            sandbox__layer_note(user, "no IPC namespace: %s", strerror(errno));
     }
 
     if (p->network)

@@ -145,6 +145,16 @@ static int count_threads(void)
     return n;
 }
 
+/* Without a mount namespace, what home.h would have kept read-only stays writable:
+ * said in the report, path by path. */
+static void note_unmasked(const struct sandbox_policy *p, struct sandbox_layer *mnt)
+{
+    for (const char *const *h = p->home_dirs; h && *h; h++)
+        sandbox__layer_note(mnt, "the top of the home folder %s stays writable", *h);
+    for (const char *const *r = p->readonly_paths; r && *r; r++)
+        sandbox__layer_note(mnt, "%s stays writable", *r);
+}
+
 static void set_all(struct sandbox_report *r, size_t from, size_t to,
                     enum sandbox_state s, const char *detail)
 {
@@ -186,6 +196,8 @@ int sandbox_enter(const struct sandbox_policy *p, struct sandbox_report *r)
     KEEP(sandbox__rlimits_apply(p, &L[SANDBOX_LAYER_RLIMITS]));
     KEEP(sandbox__namespaces_enter(p, &L[SANDBOX_LAYER_USERNS], &L[SANDBOX_LAYER_NETNS],
                                    &L[SANDBOX_LAYER_MOUNTNS], private_only));
+    if (L[SANDBOX_LAYER_MOUNTNS].state != SANDBOX_ACTIVE)
+        note_unmasked(p, &L[SANDBOX_LAYER_MOUNTNS]);
     KEEP(sandbox__rlimits_limit_tasks(&L[SANDBOX_LAYER_RLIMITS],
                                       L[SANDBOX_LAYER_USERNS].state == SANDBOX_ACTIVE));
     KEEP(sandbox__caps_drop(&L[SANDBOX_LAYER_CAPS]));

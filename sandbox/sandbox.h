@@ -32,12 +32,18 @@ struct sandbox_policy {
                                       * worker's mount namespace each is covered by an
                                       * empty one; sandbox_enter() fails if one is still
                                       * readable afterwards */
-    uint64_t memory_bytes;           /* RLIMIT_DATA, and the cgroup's; 0: no limit */
-    uint64_t max_file_bytes;         /* RLIMIT_FSIZE; 0: no limit */
-    unsigned max_open_files;         /* RLIMIT_NOFILE; 0: SANDBOX_DEFAULT_OPEN_FILES */
-    double cpus;                     /* the cgroup's CPU quota, in CPUs; 0: no limit */
-    const char *cgroup_note; /* what the supervisor said of the worker's cgroup (what
-                              * it made, or why it made none); may be NULL */
+    const char *const
+        *readonly_paths;          /* inside the read-write paths, but never written
+                                   * (kernelspecs, start-up files): bound read-only */
+    const char *const *home_dirs; /* home folders inside the read-write paths: the top
+                                   * level is read-only, but for its entries that are
+                                   * not dot-files (see home.h) */
+    uint64_t memory_bytes;        /* RLIMIT_DATA, and the cgroup's; 0: no limit */
+    uint64_t max_file_bytes;      /* RLIMIT_FSIZE; 0: no limit */
+    unsigned max_open_files;      /* RLIMIT_NOFILE; 0: SANDBOX_DEFAULT_OPEN_FILES */
+    double cpus;                  /* the cgroup's CPU quota, in CPUs; 0: no limit */
+    const char *cgroup_note;      /* what the supervisor said of the worker's cgroup (what
+                                   * it made, or why it made none); may be NULL */
 };
 
 #define SANDBOX_DEFAULT_OPEN_FILES 256
@@ -67,7 +73,7 @@ enum sandbox_layer_id {
 };
 
 #define SANDBOX_LAYERS_MAX 8
-#define SANDBOX_DETAIL_MAX 512
+#define SANDBOX_DETAIL_MAX 1024
 
 struct sandbox_layer {
     const char *name; /* "cgroup", "rlimits", "user-namespace", "network-namespace",

@@ -410,3 +410,33 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
                 and "image/png" in m["content"]["data"]]
     finally:
         stop(k)
+
+
+SYSV = r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+shmid = libc.shmget(0, %d, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+print(shmid, ctypes.get_errno())
+"""
+
+
+def test_sysv_shared_memory_stays_with_the_worker(jupyter_dir, tmp_path):
+    """A SysV segment outlives the process that made it, and root could attach any
+    other process's: the worker has an IPC namespace of its own (or, without one and
+    without a cgroup, shmget is refused)."""
+    size = 1234567  # a size to know the segment by
+    k = boot(jupyter_dir, "--memory", str(MEMORY_MIB), cwd=tmp_path)
+    try:
+        k.run("pass")
+        user = layer(k, "user-namespace")["detail"]
+        shmid, err = (int(x) for x in k.run(SYSV % size).split())
+        with open("/proc/sysvipc/shm") as f:
+            sizes = [line.split()[3] for line in f.readlines()[1:]]
+        if "an IPC namespace of its own" not in user:
+            print("no IPC namespace here (%s)" % user)
+            assert shmid == -1 or str(size) not in sizes
+            return
+        assert shmid >= 0, err
+        assert str(size) not in sizes, "the worker's segment is in the host's namespace"
+    finally:
+        stop(k)
