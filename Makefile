@@ -7,7 +7,8 @@
 #   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
 #
 # SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
-# same tests against that binary.
+# same tests against that binary; `make test` itself runs the unit tests and a few
+# integration files under both at once (sanitize-test).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -17,7 +18,8 @@ BINDIR  ?= $(PREFIX)/bin
 PYTHON  := /usr/bin/python3
 
 SANITIZE ?=
-BUILD    := build$(if $(SANITIZE),-$(SANITIZE))
+comma    := ,
+BUILD    := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 # V=1 shows the compiler's command lines.
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
@@ -54,7 +56,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean fuzz fuzz-replay
+        install uninstall clean fuzz fuzz-replay sanitize-test
 
 all: $(BIN)
 
@@ -115,6 +117,7 @@ test: deps
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
+	@$(MAKE) --no-print-directory sanitize-test
 	@echo "sandpit: all tests passed"
 
 unit-test: $(UNIT_BINS)
@@ -124,6 +127,31 @@ unit-test: $(UNIT_BINS)
 
 integration-test: $(BIN)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# The unit tests and a few integration files that go through every part of the
+# supervisor (cells, crashes and malformed messages, hostile messages, the worker's
+# cgroup) under AddressSanitizer and UBSan together. Any report, from any process
+# (the supervisor at its exit included, where no test would see it), fails the run.
+SAN_KINDS   := address,undefined
+SAN_BUILD   := build-$(subst $(comma),-,$(SAN_KINDS))
+SAN_REPORTS := $(abspath $(SAN_BUILD))/reports
+SAN_TESTS   := tests/integration/test_execute.py tests/integration/test_robustness.py \
+               tests/sandbox/test_messages.py \
+               "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends"
+# A worker that a test crashes on purpose must die of its signal, as without
+# sanitizers: the runtime's own handlers are off.
+SAN_ENV     := ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=1:log_path=$(SAN_REPORTS)/asan \
+               UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_REPORTS)/ubsan
+
+sanitize-test:
+	@$(MAKE) --no-print-directory SANITIZE=$(SAN_KINDS) all \
+	    $(patsubst $(BUILD)/%,$(SAN_BUILD)/%,$(UNIT_BINS))
+	@rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
+	@$(SAN_ENV) $(MAKE) --no-print-directory SANITIZE=$(SAN_KINDS) unit-test
+	@$(SAN_ENV) SANDPIT_BIN=$(abspath $(SAN_BUILD))/sandpit \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider $(SAN_TESTS)
+	@if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then cat $(SAN_REPORTS)/*; \
+	    echo "sanitizers: reports above"; exit 1; fi; echo "sanitizers: no reports"
 
 C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] tests/unit/*.[ch] \
                       tests/fuzz/*.[ch])
@@ -196,6 +224,6 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sandpit
 
 clean:
-	rm -rf build build-address build-undefined $(FUZZ_BUILD)
+	rm -rf build build-address build-undefined $(SAN_BUILD) $(FUZZ_BUILD)
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
