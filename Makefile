@@ -4,6 +4,7 @@
 #   make test      install what is missing, build, run every test
 #   make bench     side-by-side timings against ipykernel
 #   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
+#   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
 #
 # SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
@@ -56,7 +57,7 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_SUPPORT := $(BUILD)/tests/unit/testing.o
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean fuzz fuzz-replay sanitize-test
+        install uninstall clean fuzz fuzz-replay sanitize-test soak
 
 all: $(BIN)
 
@@ -213,6 +214,10 @@ demo: deps
 
 bench: deps all
 	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN))
+
+# The short soak (1,250 cells) is part of `make test` (tests/soak/test_soak.py).
+soak: deps all
+	$(PYTHON) tests/soak/soak.py --sandpit $(abspath $(BIN)) --cells 20000 --every 5000
 
 # --- install ----------------------------------------------------------------------
 install: $(BIN)

@@ -48,11 +48,14 @@ static struct sign_seen *seen_new(void)
     struct sign_seen *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    h->gen[0] = calloc(SEEN_SLOTS, SEEN_KEY);
-    h->gen[1] = calloc(SEEN_SLOTS, SEEN_KEY);
-    if (!h->gen[0] || !h->gen[1]) {
-        seen_free(h);
-        return NULL;
+    /* Written now, so that the kernel's memory does not creep up as the tables fill:
+     * 1 MiB from the first message on, and not a page more. */
+    for (int i = 0; i < 2; i++) {
+        if (!(h->gen[i] = malloc((size_t)SEEN_SLOTS * SEEN_KEY))) {
+            seen_free(h);
+            return NULL;
+        }
+        memset(h->gen[i], 0, (size_t)SEEN_SLOTS * SEEN_KEY);
     }
     return h;
 }
