@@ -207,7 +207,7 @@ def main():
     ap.add_argument("--every", type=int, default=5000)
     args = ap.parse_args()
     os.environ["SANDPIT_BIN"] = os.path.abspath(args.sandpit)
-    from sandpit_testing import install_spec, start, stop
+    from sandpit_testing import start, stop
     base = tempfile.mkdtemp(prefix="sandpit-soak-")
     try:
         subprocess.run([args.sandpit, "install", "--prefix", base], check=True,
