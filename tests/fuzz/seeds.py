@@ -1,6 +1,9 @@
-"""Writes the seed corpus of the fuzz harnesses into tests/fuzz/corpus/ (run it again
-after changing a harness's input format; crashing inputs that fuzzing found live
-there too, under names starting with "crash-", and are never regenerated).
+"""Writes the seed corpus of the fuzz harnesses into tests/fuzz/corpus/, as files named
+seed-* (run it again after changing a harness's input format). The other files there
+(named by their SHA-1) are what ten minutes of `make fuzz` per harness found that
+adds coverage, merged in with `build-fuzz/fuzz_<name> -merge=1 tests/fuzz/corpus/<name>
+build-fuzz/corpus/<name>`; an input that crashed a harness would be kept there too,
+as crash-*, once fixed.
 
     /usr/bin/python3 tests/fuzz/seeds.py
 """
