@@ -133,6 +133,35 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
     return r;
 }
 
+/* Characters of a non-ASCII string encoded at a time: its UTF-8 is made a
+ * slice at a time, never whole, so that printing a string of a gigabyte needs
+ * no second gigabyte (past the output cap the pump only counts the bytes). */
+#define WRITE_SLICE_CHARS (64 << 10)
+
+static int write_text(int stream, PyObject *text, const char *tag)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (PyUnicode_IS_COMPACT_ASCII(text)) { /* its characters are its UTF-8 */
+        const char *utf8 = PyUnicode_AsUTF8AndSize(text, &n);
+        if (!utf8)
+            return -1;
+        pump_write(stream, utf8, (size_t)n, tag);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i += WRITE_SLICE_CHARS) {
+        Py_ssize_t end = n - i > WRITE_SLICE_CHARS ? i + WRITE_SLICE_CHARS : n;
+        PyObject *part = PyUnicode_Substring(text, i, end);
+        /* "replace": lone surrogates become '?', and the rest is written */
+        PyObject *b = part ? PyUnicode_AsEncodedString(part, "utf-8", "replace") : NULL;
+        Py_XDECREF(part);
+        if (!b)
+            return -1;
+        pump_write(stream, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), tag);
+        Py_DECREF(b);
+    }
+    return 0;
+}
+
 /* write(stream: int, text: str | bytes-like, tag: str | None = None) -> int:
  * output for stdout (1) or stderr (2), belonging to the request whose msg_id
  * is tag; returns the length written, as TextIOBase.write does. */
@@ -145,18 +174,8 @@ static PyObject *sp_write(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iO|z:write", &stream, &obj, &tag))
         return NULL;
     if (PyUnicode_Check(obj)) {
-        Py_ssize_t len;
-        const char *utf8 = PyUnicode_AsUTF8AndSize(obj, &len);
-        if (!utf8) { /* lone surrogates: write what can be written */
-            PyErr_Clear();
-            PyObject *b = PyUnicode_AsEncodedString(obj, "utf-8", "replace");
-            if (!b)
-                return NULL;
-            pump_write(stream, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), tag);
-            Py_DECREF(b);
-        } else {
-            pump_write(stream, utf8, (size_t)len, tag);
-        }
+        if (write_text(stream, obj, tag) < 0)
+            return NULL;
         return PyLong_FromSsize_t(PyUnicode_GET_LENGTH(obj));
     }
     Py_buffer view;

@@ -46,6 +46,18 @@ class Kernel:
             if len(self._held) < 10000:
                 self._held.append(m)
 
+    def wait_for_line(self, msg_id, line, timeout=TIMEOUT):
+        """Waits until the request has printed line on stdout (its code is then
+        running); returns the iopub messages read meanwhile, the line's included."""
+        deadline = time.monotonic() + timeout
+        text, seen = "", []
+        while line not in text.splitlines():
+            m = self.next_iopub(msg_id, max(0.1, deadline - time.monotonic()))
+            seen.append(m)
+            if m["msg_type"] == "stream" and m["content"]["name"] == "stdout":
+                text += m["content"]["text"]
+        return seen
+
     def execute(self, code, timeout=TIMEOUT, **kwargs):
         """Runs code; returns (reply, outputs): outputs are the iopub messages of
         the request between busy and idle, without status and execute_input."""

@@ -356,10 +356,81 @@ def test_display_cell_magics(k, magic, mime):
 
 
 def test_accepted_magics(k):
-    for cell in ("%load_ext autoreload", "%autoreload 2", "%aimport os",
-                 "%config InlineBackend.figure_format = 'png'"):
+    for cell in ("%load_ext storemagic", "%config InlineBackend.figure_format = 'png'"):
         reply, outputs = k.execute(cell)
         assert reply["content"]["status"] == "ok" and outputs == [], cell
+
+
+def test_run_merges_the_scripts_variables(fresh_kernel, tmp_path):
+    k = fresh_kernel
+    (tmp_path / "script.py").write_text(
+        "import sys\nargs = sys.argv[1:]\nname = __name__\nsees_mine = 'mine' in dir()\n"
+        "def helper():\n    return 'from the script'\nprint('ran', args)\n")
+    (tmp_path / "bump.py").write_text("counter += 1\nsees_mine = 'mine' in dir()\n")
+    k.run("mine = 'kept'\ncounter = 41\nimport sys\nargv = list(sys.argv)")
+    assert k.run("%run script.py one 'two words'") == "ran ['one', 'two words']\n"
+    # its variables join the user's; it ran as __main__, apart from the user's
+    assert k.value("args, name, helper(), sees_mine, mine") == \
+        "(['one', 'two words'], '__main__', 'from the script', False, 'kept')"
+    assert k.value("sys.argv == argv") == "True"  # given back
+    # -i: in the user's namespace
+    k.run("%run -i bump")
+    assert k.value("counter, sees_mine") == "(42, True)"
+    reply, _ = k.execute("%run no_such_script.py")
+    assert reply["content"]["ename"] == "FileNotFoundError"
+
+
+# Each version a different size: a change within the file system's timestamp
+# granularity is seen all the same.
+HELPERS = """\
+def f():
+    return %(n)d
+class C:
+    def m(self):
+        return 'version %(n)d'
+"""
+
+
+def test_autoreload_reloads_changed_modules_of_the_workspace(fresh_kernel, tmp_path):
+    """As IPython's %autoreload 2: a module of the workspace changed on disk is
+    reloaded before the next cell, and what was taken from it before (a function
+    imported by name, an instance of its class) runs the new code."""
+    k = fresh_kernel
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text(HELPERS % {"n": 1})
+    assert k.run("%load_ext autoreload\n%autoreload 2") == ""
+    assert k.run("import helpers\nfrom helpers import f\nc = helpers.C()\n"
+                 "print(helpers.f(), f(), c.m())") == "1 1 version 1\n"
+    helpers.write_text(HELPERS % {"n": 22})
+    assert k.run("print(helpers.f(), f(), c.m())") == "22 22 version 22\n"
+    # a module that no longer compiles: said, and the last version goes on working
+    helpers.write_text("def f(:\n")
+    reply, outputs = k.execute("print(f())")
+    assert stdout_of(outputs) == "22\n"
+    assert stdout_of(outputs, "stderr").startswith("[autoreload of helpers failed: ")
+    assert "SyntaxError" in stdout_of(outputs, "stderr")
+    # off: nothing is reloaded; %autoreload alone reloads now
+    assert k.run("%autoreload 0") == ""
+    helpers.write_text(HELPERS % {"n": 333})
+    assert k.run("print(helpers.f(), f(), c.m())") == "22 22 version 22\n"
+    assert k.run("%autoreload\nprint(helpers.f(), f(), c.m())") == "333 333 version 333\n"
+
+
+def test_autoreload_explicit_and_aimport(fresh_kernel, tmp_path):
+    k = fresh_kernel
+    for name in ("first", "second"):
+        (tmp_path / (name + ".py")).write_text("v = 1\n")
+    assert k.run("%autoreload 1\n%aimport first, second\n%aimport -second\n"
+                 "print(first.v, second.v)") == "1 1\n"
+    assert k.run("%aimport") == "Modules to reload:\nfirst\n\nModules to skip:\nsecond\n"
+    for name in ("first", "second"):
+        (tmp_path / (name + ".py")).write_text("v = 22\n")
+    assert k.run("print(first.v, second.v)") == "22 1\n"
+    # modules outside the workspace are not watched, and the magic says why
+    out = k.run("%aimport json")
+    assert out.startswith("sandpit reloads only modules in the workspace: json ("), out
+    reply, _ = k.execute("%autoreload sometimes")
+    assert reply["content"]["ename"] == "UsageError"
 
 
 def test_lsmagic_and_unknown_magics(k):

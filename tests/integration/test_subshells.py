@@ -34,6 +34,8 @@ def test_protocol_and_features(kernel):
 
 
 def test_subshell_runs_while_main_is_busy(fresh_kernel):
+    """The main shell's cell waits for what only the subshell's cell does: it can
+    finish in time only if the two run at once."""
     k = fresh_kernel
     k.run("shared = 5")
     created = control(k, "create_subshell_request")
@@ -41,20 +43,21 @@ def test_subshell_runs_while_main_is_busy(fresh_kernel):
     sid = created["content"]["subshell_id"]
     assert control(k, "list_subshell_request")["content"]["subshell_id"] == [sid]
 
-    main_id = k.kc.execute("import time\ntime.sleep(3)\nmain_done = True")
-    time.sleep(0.3)  # the main shell is now sleeping
-    t0 = time.monotonic()
+    main_id = k.kc.execute("import time\nprint('main started', flush=True)\n"
+                           "t0 = time.monotonic()\n"
+                           "while 'sub_value' not in globals() and time.monotonic() - t0 < 30:\n"
+                           "    time.sleep(0.01)\n"
+                           "main_saw_sub = 'sub_value' in globals()")
+    k.wait_for_line(main_id, "main started")
     sub_id = execute_in(k, sid, "print('from the subshell', shared * 2)\nsub_value = 7")
     sub_reply = k.shell_reply(sub_id)
-    took = time.monotonic() - t0
     assert sub_reply["content"]["status"] == "ok"
     assert stdout_of(k.iopub_until_idle(sub_id)) == "from the subshell 10\n"
-    # it did not wait for the main shell's sleep
-    assert took < 2.0, took
-    main_reply = k.shell_reply(main_id)
+    main_reply = k.shell_reply(main_id, timeout=60)
     assert main_reply["content"]["status"] == "ok"
     k.iopub_until_idle(main_id)
-    assert k.value("(sub_value, main_done)") == "(7, True)"
+    # the subshell's cell ran while the main shell's was waiting for it
+    assert k.value("(sub_value, main_saw_sub)") == "(7, True)"
 
     assert control(k, "delete_subshell_request", {"subshell_id": sid})["content"] == \
         {"status": "ok"}
@@ -68,8 +71,9 @@ def test_subshell_runs_while_main_is_busy(fresh_kernel):
 def test_interrupting_a_subshell(fresh_kernel):
     k = fresh_kernel
     sid = control(k, "create_subshell_request")["content"]["subshell_id"]
-    sub_id = execute_in(k, sid, "import time\nwhile True:\n    time.sleep(0.01)")
-    time.sleep(0.5)
+    sub_id = execute_in(k, sid, "import time\nprint('looping', flush=True)\n"
+                                "while True:\n    time.sleep(0.01)")
+    k.wait_for_line(sub_id, "looping")
     control(k, "interrupt_request")
     reply = k.shell_reply(sub_id)
     assert reply["content"]["ename"] == "KeyboardInterrupt"
@@ -78,17 +82,21 @@ def test_interrupting_a_subshell(fresh_kernel):
 
 
 def test_thread_output_goes_to_the_cell_that_started_it(kernel):
+    """The thread prints only once the second cell has started, and the second
+    cell ends only once the thread has printed."""
     first = kernel.kc.execute(
-        "import threading, time\n"
+        "import threading\n"
+        "go, printed = threading.Event(), threading.Event()\n"
         "def later():\n"
-        "    time.sleep(0.6)\n"
+        "    go.wait(30)\n"
         "    print('from the thread')\n"
+        "    printed.set()\n"
         "threading.Thread(target=later).start()\n")
     kernel.shell_reply(first)
     kernel.iopub_until_idle(first)
     # the next cell runs while the thread prints
-    second = kernel.kc.execute("import time\ntime.sleep(1.2)\nprint('second cell')")
-    kernel.shell_reply(second)
+    second = kernel.kc.execute("go.set()\nassert printed.wait(30)\nprint('second cell')")
+    assert kernel.shell_reply(second)["content"]["status"] == "ok"
     assert stdout_of(kernel.iopub_until_idle(second)) == "second cell\n"
     late = kernel.next_iopub(first, timeout=5)
     assert late["msg_type"] == "stream"

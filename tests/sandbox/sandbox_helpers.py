@@ -35,6 +35,7 @@ def memory_limit_applies(k):
     """True if the kernel's worker runs under its memory limit. In an
     AddressSanitizer build, asserts that the report says the limit is not
     applied, and returns False."""
+    k.run("pass")  # the worker is up: its report has reached the supervisor
     layers = k.request("kernel_info")["content"]["sandpit"]["layers"]
     rlimits = [layer for layer in layers if layer["name"] == "rlimits"][0]
     if not ASAN:

@@ -599,6 +599,61 @@ def test_the_kernels_stderr_is_out_of_reach(jupyter_dir, tmp_path):
         stop(k)
 
 
+DESCRIPTORS_CELL = r"""
+import json, os
+held = {}
+for name in os.listdir('/proc/self/fd'):
+    try:
+        held[name] = [os.readlink('/proc/self/fd/' + name), os.fstat(int(name)).st_ino]
+    except OSError:
+        pass  # the listing's own descriptor, closed by now
+print(json.dumps(held))
+"""
+
+
+def test_the_workers_descriptors(jupyter_dir, tmp_path):
+    """The worker is started with nothing but its link (kernel/child.c: fd 0 is
+    /dev/null, 1 and 2 the log pipe until the pump takes them, 3 the link, the
+    rest closed) and opens only what kernel/worker.c and kernel/pump.c say: a
+    copy of the log pipe for its own log, two pipes that become fds 1 and 2 (it
+    keeps their read ends) and an eventfd that wakes the pump. Asserted exactly,
+    by kind, so that any descriptor leaking in (a ZeroMQ socket, its eventfds and
+    epoll, the connection file, the supervisor's stderr) fails."""
+    k = start(install_spec(jupyter_dir), cwd=str(tmp_path))
+    try:
+        held = {int(fd): (target, ino)
+                for fd, (target, ino) in json.loads(k.run(DESCRIPTORS_CELL)).items()}
+        kinds = {}
+        for fd, (target, _) in held.items():
+            kind = target.split(":")[0] if target.startswith(("pipe:", "socket:")) else target
+            kinds.setdefault(kind, []).append(fd)
+        assert held[0][0] == "/dev/null"
+        assert held[3][0].startswith("socket:")  # the link
+        assert held[1][0].startswith("pipe:") and held[2][0].startswith("pipe:")
+        assert sorted(kinds) == ["/dev/null", "anon_inode:[eventfd]", "pipe", "socket"], held
+        assert kinds["/dev/null"] == [0] and kinds["socket"] == [3], held
+        assert len(kinds["anon_inode:[eventfd]"]) == 1, held
+        # fds 1 and 2 are pipes whose read ends the pump holds; one more pipe is the log
+        pipes = [held[fd][1] for fd in kinds["pipe"]]
+        out, err = held[1][1], held[2][1]
+        assert out != err and pipes.count(out) == 2 and pipes.count(err) == 2, held
+        log = [ino for ino in pipes if ino not in (out, err)]
+        assert len(log) == 1, held
+        # the log pipe's other end is the supervisor's; the link is the worker's own end
+        supervisor = k.km.provisioner.process.pid
+        theirs = set()
+        for fd in os.listdir("/proc/%d/fd" % supervisor):
+            try:
+                theirs.add(os.readlink("/proc/%d/fd/%s" % (supervisor, fd)))
+            except OSError:
+                pass  # closed meanwhile
+
+        assert "pipe:[%d]" % log[0] in theirs
+        assert held[3][0] not in theirs
+    finally:
+        stop(k)
+
+
 # --- identity --------------------------------------------------------------------------------
 
 

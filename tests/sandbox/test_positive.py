@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sandbox_helpers import assert_intact, boot, plant, stop, stdout_of
+from sandbox_helpers import assert_intact, boot, kernel_info, plant, stop, stdout_of
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,40 @@ def test_files_in_the_workspace(box):
     box.k.run("import shutil\nshutil.rmtree('data')\nos.remove('from_host.csv')")
     assert not (box.ws / "data").exists()
     assert_intact(box.k, box.token)
+
+
+def test_the_workspace_option(jupyter_dir, tmp_path):
+    """--workspace DIR: the code runs in DIR and may write there, and may not
+    write in the folder the kernel was started in (Jupyter starts kernels in the
+    notebook's folder)."""
+    started, ws = tmp_path / "started-here", tmp_path / "the-workspace"
+    started.mkdir()
+    ws.mkdir()
+    k = boot(jupyter_dir, "--workspace", str(ws), cwd=started)
+    try:
+        assert kernel_info(k)["sandpit"]["workspace"] == str(ws.resolve())
+        assert k.run("import os\nprint(os.getcwd())") == "%s\n" % ws.resolve()
+        k.run("with open('made.txt', 'w') as f:\n    f.write('in the workspace')")
+        assert (ws / "made.txt").read_text() == "in the workspace"
+        layers = {layer["name"]: layer["state"]
+                  for layer in kernel_info(k)["sandpit"]["layers"]}
+        target = started / "escaped.txt"
+        reply, _ = k.execute("open(%r, 'w').write('x')" % str(target))
+        c = reply["content"]
+        if layers["mount-namespace"] == "active":  # all but the workspace is read-only
+            assert (c["ename"], c["evalue"]) == (
+                "OSError", "[Errno 30] Read-only file system: %r" % str(target)), c
+        elif layers["landlock"] == "active":
+            assert (c["ename"], c["evalue"]) == (
+                "PermissionError", "[Errno 13] Permission denied: %r" % str(target)), c
+        else:
+            print("not applicable: neither a mount namespace nor Landlock here, so "
+                  "nothing keeps the code from writing where the kernel started")
+            return
+        assert not target.exists()
+        assert os.listdir(started) == []
+    finally:
+        stop(k)
 
 
 def test_the_temporary_folder(box):

@@ -126,6 +126,7 @@ static void test_connection_load_file(void)
     char path[] = "/tmp/sandpit-conn-XXXXXX";
     int fd = mkstemp(path);
     REQUIRE(fd >= 0);
+    testing_remove_after(path);
     REQUIRE(write(fd, good_conn, strlen(good_conn)) == (ssize_t)strlen(good_conn));
     close(fd);
     struct connection c;
@@ -133,7 +134,6 @@ static void test_connection_load_file(void)
     CHECK(connection_load(&c, path, err, sizeof err) == 0);
     CHECK_INT(c.ports[CONNECTION_HB], 5005);
     connection_release(&c);
-    unlink(path);
 }
 
 /* --- signing ---------------------------------------------------------------------- */

@@ -16,7 +16,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -72,13 +71,17 @@ static void env_init(struct env *e)
     memset(e, 0, sizeof *e);
     snprintf(e->ws, sizeof e->ws, "/tmp/sandpit-ws-XXXXXX");
     snprintf(e->td, sizeof e->td, "/tmp/sandpit-tmp-XXXXXX");
-    REQUIRE(mkdtemp(e->ws) && mkdtemp(e->td));
+    REQUIRE(mkdtemp(e->ws));
+    testing_remove_after(e->ws);
+    REQUIRE(mkdtemp(e->td));
+    testing_remove_after(e->td);
     const struct passwd *pw = getpwuid(getuid());
     REQUIRE(pw && pw->pw_dir);
     snprintf(e->home_secret, sizeof e->home_secret, "%s/.sandpit-secret-XXXXXX",
              pw->pw_dir);
     int fd = mkstemp(e->home_secret);
     REQUIRE(fd >= 0);
+    testing_remove_after(e->home_secret);
     REQUIRE(write(fd, "secret\n", 7) == 7);
     close(fd);
     e->cells = read_all(testing_fixture("sandbox_cells.py"));
@@ -96,19 +99,9 @@ static void env_init(struct env *e)
     REQUIRE(pipe2(e->ready, O_CLOEXEC) == 0);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
+/* The files and folders go with the test: the runner removes them. */
 static void env_release(struct env *e)
 {
-    nftw(e->ws, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    nftw(e->td, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    unlink(e->home_secret);
     close(e->listen_fd);
     close(e->ready[0]);
     if (e->ready[1] >= 0)

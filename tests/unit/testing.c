@@ -1,16 +1,34 @@
 /* The unit-test runner: fork per test, alarm() for the timeout, a line per
- * failure and one summary line per test file. */
+ * failure and one summary line per test file.
+ *
+ * A test that fails, crashes or times out never reaches its own clean-up, so
+ * the runner does it: paths registered by the test (in memory shared with the
+ * runner, since the test is a child) are removed once it has ended, and the
+ * processes it left behind (its process group) are killed first, so that none
+ * is still writing there. */
 #include "testing.h"
 
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define REMOVE_MAX 32
+
 static int failures;
+
+/* Shared between the runner and the test it forked. */
+struct removals {
+    int n;
+    char paths[REMOVE_MAX][PATH_MAX];
+};
+static struct removals *removals;
 
 bool testing_check(bool ok, const char *expr, const char *file, int line)
 {
@@ -50,6 +68,38 @@ void testing_abort(void)
     _exit(1);
 }
 
+void testing_remove_after(const char *path)
+{
+    if (!removals)
+        return;
+    if (removals->n >= REMOVE_MAX) {
+        fprintf(stderr, "    more than %d paths to remove: %s is left behind\n",
+                REMOVE_MAX, path);
+        failures++;
+        return;
+    }
+    snprintf(removals->paths[removals->n++], PATH_MAX, "%s", path);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Removes what the test registered (nothing outside those paths: FTW_PHYS does
+ * not follow symbolic links). */
+static void remove_registered(void)
+{
+    if (!removals)
+        return;
+    for (int i = 0; i < removals->n && i < REMOVE_MAX; i++)
+        nftw(removals->paths[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    removals->n = 0;
+}
+
 const char *testing_fixture(const char *name)
 {
     static char path[PATH_MAX];
@@ -77,15 +127,24 @@ static int run_one(const struct testing_case *c)
         return 1;
     }
     if (pid == 0) {
+        setpgid(0, 0);
         alarm(c->timeout_s ? c->timeout_s : 10);
         failures = 0;
         c->fn();
         fflush(NULL);
         _exit(failures ? 1 : 0);
     }
+    setpgid(pid, pid); /* whichever of the two runs first */
+    /* Wait without reaping, so that the test's process group cannot be reused
+     * before what is left in it is killed. */
+    siginfo_t si;
+    while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0)
+        ;
+    kill(-pid, SIGKILL);
     int status;
     while (waitpid(pid, &status, 0) < 0)
         ;
+    remove_registered();
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     if (WIFSIGNALED(status))
@@ -98,6 +157,13 @@ int testing_main(int argc, char **argv, const struct testing_case *cases)
 {
     const char *prog = strrchr(argv[0], '/');
     prog = prog ? prog + 1 : argv[0];
+    removals = mmap(NULL, sizeof *removals, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (removals == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    removals->n = 0;
     int run = 0, failed = 0;
     for (const struct testing_case *c = cases; c->name; c++) {
         if (!wanted(argc, argv, c->name))

@@ -2,6 +2,9 @@
  * timeout, so a crash, an abort or a hang fails that test alone (seccomp and
  * Py_Initialize cannot be undone in a process, and neither can a segfault).
  *
+ * What a test makes on disk, it registers with testing_remove_after(); the runner
+ * removes it after the test, and ends whatever processes the test left running.
+ *
  * A test file lists its tests in a table and calls testing_main():
  *
  *     static void test_x(void) { CHECK(1 + 1 == 2); }
@@ -47,6 +50,11 @@ bool testing_check_str(const char *got, const char *want, const char *expr,
 bool testing_check_int(long long got, long long want, const char *expr, const char *file,
                        int line);
 _Noreturn void testing_abort(void);
+
+/* Registers a file or folder that the test made, for the runner to remove (a
+ * folder with what is in it) once the test's process has ended, however it ended:
+ * passed, failed, crashed or timed out. Call it as soon as the path exists. */
+void testing_remove_after(const char *path);
 
 /* Path of a fixture file under tests/unit/fixtures/ (borrowed static buffer). */
 const char *testing_fixture(const char *name);

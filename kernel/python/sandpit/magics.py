@@ -687,22 +687,24 @@ def _switch_to_inline():
 
 
 # Extensions that need IPython's own machinery and are accepted as no-ops.
-ACCEPTED_EXTENSIONS = {"autoreload", "storemagic"}
+ACCEPTED_EXTENSIONS = {"storemagic"}
+# IPython's extensions that sandpit has its own version of.
+OWN_EXTENSIONS = {"autoreload": "sandpit.autoreload"}
 
 
 @line_magic("load_ext", "reload_ext")
 def magic_load_ext(shell, line, cell, where):
     """Load an IPython extension: %load_ext module
 
-    autoreload is accepted (sandpit does not reload modules). Other modules
-    get their load_ipython_extension(get_ipython()) called."""
+    autoreload is sandpit's own (see %autoreload). Other modules get their
+    load_ipython_extension(get_ipython()) called."""
     name = line.strip()
     if not name:
         raise UsageError("Missing module name.")
     if name in ACCEPTED_EXTENSIONS:
         return None
     import importlib
-    module = importlib.import_module(name)
+    module = importlib.import_module(OWN_EXTENSIONS.get(name, name))
     load = getattr(module, "load_ipython_extension", None)
     if load is None:
         raise UsageError("the module %s is not an IPython extension (it has no "
@@ -715,16 +717,27 @@ def magic_load_ext(shell, line, cell, where):
 def magic_unload_ext(shell, line, cell, where):
     """Unload an IPython extension: %unload_ext module"""
     name = line.strip()
-    module = sys.modules.get(name)
+    module = sys.modules.get(OWN_EXTENSIONS.get(name, name))
     unload = getattr(module, "unload_ipython_extension", None)
     if unload is not None:
         unload(shell)
 
 
-@line_magic("autoreload", "aimport")
-def magic_autoreload(shell, line, cell, where):
-    """Accepted for compatibility: sandpit does not reload modules."""
-    return None
+@line_magic("autoreload")
+def magic_autoreload(shell, line, cell, where, name="autoreload"):
+    """Reload changed modules of the workspace: %autoreload 2 before each cell,
+    1 only those named by %aimport, 0 never; %autoreload alone: now."""
+    from . import autoreload
+    try:
+        return getattr(autoreload, "magic_" + name)(shell, line)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+@line_magic("aimport")
+def magic_aimport(shell, line, cell, where):
+    """Mark modules for %autoreload 1: %aimport mod[, mod2]; -mod excludes one."""
+    return magic_autoreload(shell, line, cell, where, "aimport")
 
 
 @line_magic("config")
