@@ -147,6 +147,10 @@ def run_cell(k, i):
     else:
         reply, outputs = k.execute(code)
     check(reply["content"], outputs)
+    if crashes(i):
+        # The error reply comes before the new worker is forked: wait until it
+        # answers, so that what is measured next is a worker, not its absence.
+        k.run("pass")
 
 
 SETTLE = 250  # cells before the supervisor's memory is measured: its heap settles
