@@ -3,10 +3,13 @@
 #   make demo      install what is missing, build, run the tour notebook
 #   make test      install what is missing, build, run every test
 #   make bench     side-by-side timings against ipykernel
+#   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
+#   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
 #
 # SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
-# same tests against that binary.
+# same tests against that binary; `make test` itself runs the unit tests and a few
+# integration files under both at once (sanitize-test).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -16,7 +19,8 @@ BINDIR  ?= $(PREFIX)/bin
 PYTHON  := /usr/bin/python3
 
 SANITIZE ?=
-BUILD    := build$(if $(SANITIZE),-$(SANITIZE))
+comma    := ,
+BUILD    := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 # V=1 shows the compiler's command lines.
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
@@ -64,7 +68,7 @@ UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
 .SECONDARY: $(UNIT_SUPPORT)
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean
+        install uninstall clean fuzz fuzz-replay sanitize-test soak
 
 all: $(BIN)
 
@@ -97,7 +101,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 # Every Debian package that the build, the tests and the demo need.
 DEB_BUILD := gcc make pkg-config libzmq3-dev libjansson-dev libssl-dev libseccomp-dev \
              python3-dev clang-format
-DEB_TEST  := python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
+# clang and its runtime build the fuzz harnesses (libFuzzer), for the tests only.
+DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
              jupyter-nbconvert python3-nbconvert jupyter-console tmux \
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
@@ -136,7 +141,9 @@ test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
+	@$(MAKE) --no-print-directory sanitize-test
 	@echo "sandpit: all tests passed"
 
 unit-test: $(UNIT_BINS)
@@ -147,13 +154,80 @@ unit-test: $(UNIT_BINS)
 integration-test: $(BIN)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
+# The unit tests and a few integration files that go through every part of the
+# supervisor (cells, crashes and malformed messages, hostile messages, the worker's
+# cgroup) under AddressSanitizer and UBSan together. Any report, from any process
+# (the supervisor at its exit included, where no test would see it), fails the run.
+SAN_KINDS   := address,undefined
+SAN_BUILD   := build-$(subst $(comma),-,$(SAN_KINDS))
+SAN_REPORTS := $(abspath $(SAN_BUILD))/reports
+SAN_TESTS   := tests/integration/test_execute.py tests/integration/test_robustness.py \
+               tests/sandbox/test_messages.py \
+               "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends"
+# A worker that a test crashes on purpose must die of its signal, as without
+# sanitizers: the runtime's own handlers are off.
+SAN_ENV     := ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=1:log_path=$(SAN_REPORTS)/asan \
+               UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_REPORTS)/ubsan
+
+sanitize-test:
+	@$(MAKE) --no-print-directory SANITIZE=$(SAN_KINDS) all \
+	    $(patsubst $(BUILD)/%,$(SAN_BUILD)/%,$(UNIT_BINS))
+	@rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
+	@$(SAN_ENV) $(MAKE) --no-print-directory SANITIZE=$(SAN_KINDS) unit-test
+	@$(SAN_ENV) SANDPIT_BIN=$(abspath $(SAN_BUILD))/sandpit \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider $(SAN_TESTS)
+	@if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then cat $(SAN_REPORTS)/*; \
+	    echo "sanitizers: reports above"; exit 1; fi; echo "sanitizers: no reports"
+
 C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] kernel/*/*.[ch] \
-                     tests/unit/*.[ch])
+                     tests/unit/*.[ch] tests/fuzz/*.[ch])
 format-check:
 	@clang-format --dry-run --Werror $(C_FILES) && echo "format: clean"
 
 format:
 	clang-format -i $(C_FILES)
+
+# --- fuzzing ------------------------------------------------------------------------
+# libFuzzer harnesses (clang's) for what reads untrusted bytes: the wire splitter and
+# the signature check, the message parser, the connection file and the link codec,
+# each under AddressSanitizer and UBSan. `make fuzz` runs each for FUZZ_SECONDS and
+# keeps what it finds in build-fuzz/; `make test` replays each seed corpus once.
+FUZZ_CC      := clang
+FUZZ_BUILD   := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := wire msg connection link
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
+                $(PKG_CFLAGS)
+LINK_SRC     := kernel/link/link.c
+FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC))
+FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
+.SECONDARY: $(FUZZ_LIB_OBJ)
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@echo "  LD    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+
+# One harness at a time, to leave the other cores to whoever shares the machine.
+fuzz: deps $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes; \
+	    echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- \
+	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done; echo "fuzz: nothing found"
+
+fuzz-replay: $(FUZZ_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(FUZZ_BUILD)/fuzz_$$t -runs=0 tests/fuzz/corpus/$$t 2>$(FUZZ_BUILD)/replay-$$t.log \
+	    || { cat $(FUZZ_BUILD)/replay-$$t.log; echo "fuzz replay: $$t FAILED"; exit 1; }; \
+	done; echo "fuzz replay: every corpus passed"
 
 # --- demo and benchmark -------------------------------------------------------------
 demo: deps
@@ -166,6 +240,10 @@ demo: deps
 bench: deps all
 	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN))
 
+# The short soak (1,250 cells) is part of `make test` (tests/soak/test_soak.py).
+soak: deps all
+	$(PYTHON) tests/soak/soak.py --sandpit $(abspath $(BIN)) --cells 20000 --every 5000
+
 # --- install ----------------------------------------------------------------------
 install: $(BIN)
 	install -d $(DESTDIR)$(BINDIR)
@@ -176,6 +254,6 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sandpit
 
 clean:
-	rm -rf build build-address build-undefined
+	rm -rf build build-address build-undefined $(SAN_BUILD) $(FUZZ_BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

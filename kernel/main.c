@@ -18,6 +18,7 @@
 #include "kernel/supervisor/supervisor.h"
 #include "kernel/version.h"
 #include "kernel/worker/worker.h"
+#include "sandbox/home.h"
 #include "sandbox/sandbox.h"
 
 static void usage(FILE *f)
@@ -82,8 +83,18 @@ static int check_sandbox_main(int argc, char **argv)
     p.workspace = "/tmp";
     p.tmpdir = "/tmp";
     p.memory_bytes = (uint64_t)o.memory_mib << 20;
+    p.cpus = o.cpus;
+    /* What a worker would mask of the user's setup (home.h), from this environment. */
+    extern char **environ;
+    struct sandbox_masks masks;
+    if (sandbox_masks_build(&masks, &p, environ) == 0) {
+        p.hidden_paths = (const char *const *)masks.hidden;
+        p.readonly_paths = (const char *const *)masks.readonly;
+        p.home_dirs = (const char *const *)masks.homes;
+    }
     memset(&r, 0, sizeof r);
     int rc = sandbox_probe(&p, &r);
+    sandbox_masks_release(&masks);
     if (rc) {
         fprintf(stderr, "sandpit check-sandbox: %s\n", strerror(-rc));
         options_release(&o);

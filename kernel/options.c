@@ -36,6 +36,11 @@ static const struct opt table[] = {
      "BYTES  output a cell may send (streams and displays); 0: none"},
     {"max-file", OPT_ULONG, OFF(max_file_mib),
      "MIB    largest file a cell may write; 0: none"},
+    {"max-message", OPT_ULONG, OFF(max_message_mib),
+     "MIB    largest message a client may send, its frames together (default 256); 0: "
+     "none"},
+    {"cpus", OPT_DOUBLE, OFF(cpus),
+     "N      CPU time the worker may use, in CPUs (0.5: half of one); 0: no limit"},
     {"network", OPT_ONOFF, OFF(network),
      "on|off network access for the code (default off)"},
     {"sandbox", OPT_ONOFF, OFF(sandbox), "on|off confine the worker (default on)"},
@@ -64,6 +69,7 @@ void options_init(struct options *o)
     o->sandbox = true;
     o->network = false;
     o->dpi = 0;
+    o->max_message_mib = OPTIONS_DEFAULT_MAX_MESSAGE_MIB;
 }
 
 void options_release(struct options *o)
@@ -95,8 +101,9 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
     case OPT_DOUBLE: {
         double x = strtod(v, &end);
         if (end == v || *end || errno || !isfinite(x) || x < 0)
-            return errbuf_set(-EINVAL, err, errlen,
-                              "--%s needs a number of seconds, not \"%s\"", d->name, v);
+            return errbuf_set(-EINVAL, err, errlen, "--%s needs a number%s, not \"%s\"",
+                              d->name, d->offset == OFF(timeout_s) ? " of seconds" : "",
+                              v);
         *(double *)field = x;
         return 0;
     }
@@ -211,6 +218,9 @@ int options_check(const struct options *o, char *err, size_t errlen)
     if (o->memory_mib && o->memory_mib < 64)
         return errbuf_set(-EINVAL, err, errlen,
                           "--memory must be 0 (none) or at least 64 MiB");
+    if (o->cpus > 0 && (o->cpus < 0.01 || o->cpus > 4096))
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--cpus must be 0 (no limit) or between 0.01 and 4096");
     if (o->dpi && (o->dpi < 10 || o->dpi > 1200))
         return errbuf_set(-EINVAL, err, errlen, "--dpi must be between 10 and 1200");
     return 0;

@@ -10,6 +10,10 @@
 
 #include "kernel/log.h"
 
+/* Well above what a notebook sends (a cell, a widget's state, a file dropped on an
+ * upload widget), well below what would strain the machine. */
+#define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 256
+
 struct options {
     char *connection_file; /* -f */
     enum log_level log_level;
@@ -20,6 +24,10 @@ struct options {
     unsigned long max_file_mib; /* largest file a cell may write; 0: none */
     bool network;
     bool sandbox;
+
+    unsigned long max_message_mib; /* largest message from a client; 0: none */
+    double cpus;                   /* CPU time of the worker, in CPUs; 0: no limit */
+
     char *figure_format; /* "png", "retina" or "svg" */
     int dpi;
     char *preload;  /* comma-separated modules imported before lock-in */

@@ -4,7 +4,12 @@
  * network, so it checks types rather than trusting them: a header must be an
  * object with a string msg_type and msg_id; the other three parts must be
  * objects. It verifies the signature before parsing any JSON, so an unsigned
- * message costs one HMAC and nothing else. */
+ * message costs one HMAC and nothing else, and counts the nesting of each part
+ * before parsing it, so a deep one costs one pass over its bytes.
+ *
+ * The header is read first and on its own: once it is, the sender can be
+ * answered even if the rest is unreadable, and a client waiting for a reply to a
+ * well-signed request always gets one. */
 #include "protocol/msg.h"
 
 #include <errno.h>
@@ -78,8 +83,51 @@ int msg_add_buffer(struct msg *m, const void *data, size_t len)
 static const char *const part_names[WIRE_NPARTS] = {"header", "parent_header", "metadata",
                                                     "content"};
 
-int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
-              struct msg **out, char *err, size_t errlen)
+/* The deepest nesting of arrays and objects in a JSON text, counted over its bytes
+ * without parsing it (brackets inside strings do not count); stops at limit + 1. */
+static size_t json_depth(const char *p, size_t n, size_t limit)
+{
+    size_t depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < n && deepest <= limit; i++) {
+        char c = p[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > deepest)
+                deepest = depth;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
+/* Parses one part into *slot: 0, or -EBADMSG with the reason in err. */
+static int parse_part(const struct wire_frame *f, int i, json_t **slot, char *err,
+                      size_t errlen)
+{
+    if (json_depth(f->data, f->len, MSG_MAX_DEPTH) > MSG_MAX_DEPTH)
+        return errbuf_set(-EBADMSG, err, errlen, "%s nests deeper than %d levels",
+                          part_names[i], MSG_MAX_DEPTH);
+    json_error_t jerr;
+    *slot = json_loadb(f->data, f->len, 0, &jerr);
+    if (!*slot)
+        return errbuf_set(-EBADMSG, err, errlen, "%s is not valid JSON: %s",
+                          part_names[i], jerr.text);
+    if (!json_is_object(*slot))
+        return errbuf_set(-EBADMSG, err, errlen, "%s is not a JSON object",
+                          part_names[i]);
+    return 0;
+}
+
+int msg_parse(const struct wire_frame *frames, size_t n, struct sign *s, struct msg **out,
+              char *err, size_t errlen)
 {
     *out = NULL;
     struct wire_parts p;
@@ -91,29 +139,21 @@ int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
         sp[i].data = p.json[i]->data;
         sp[i].len = p.json[i]->len;
     }
-    if (!sign_verify(s, sp, p.signature->data, p.signature->len))
+    rc = sign_accept(s, sp, p.signature->data, p.signature->len);
+    if (rc == -EALREADY)
+        return errbuf_set(rc, err, errlen,
+                          "a signature seen before: the message is a replay");
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc)
         return errbuf_set(-EACCES, err, errlen,
                           p.signature->len ? "bad signature" : "missing signature");
 
     struct msg *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    json_t **slots[WIRE_NPARTS] = {&m->header, &m->parent_header, &m->metadata,
-                                   &m->content};
-    for (int i = 0; i < WIRE_NPARTS; i++) {
-        json_error_t jerr;
-        *slots[i] = json_loadb(p.json[i]->data, p.json[i]->len, 0, &jerr);
-        if (!*slots[i]) {
-            rc = errbuf_set(-EBADMSG, err, errlen, "%s is not valid JSON: %s",
-                            part_names[i], jerr.text);
-            goto fail;
-        }
-        if (!json_is_object(*slots[i])) {
-            rc = errbuf_set(-EBADMSG, err, errlen, "%s is not a JSON object",
-                            part_names[i]);
-            goto fail;
-        }
-    }
+    if ((rc = parse_part(p.json[WIRE_HEADER], WIRE_HEADER, &m->header, err, errlen)))
+        goto fail;
     json_t *type = json_object_get(m->header, "msg_type");
     if (!json_is_string(type) || json_string_length(type) == 0) {
         rc = errbuf_set(-EBADMSG, err, errlen, "header has no msg_type string");
@@ -126,6 +166,22 @@ int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
     for (size_t i = 0; i < p.nidents; i++)
         if ((rc = msg_add_ident(m, p.idents[i].data, p.idents[i].len)))
             goto fail;
+    json_t **slots[WIRE_NPARTS] = {&m->header, &m->parent_header, &m->metadata,
+                                   &m->content};
+    for (int i = WIRE_PARENT; i < WIRE_NPARTS; i++) {
+        if (parse_part(p.json[i], i, slots[i], err, errlen) == 0)
+            continue;
+        /* The sender can be told: a message with its header, and nothing else. */
+        for (int j = WIRE_PARENT; j < WIRE_NPARTS; j++) {
+            json_decref(*slots[j]);
+            if (!(*slots[j] = json_object())) {
+                rc = -ENOMEM;
+                goto fail;
+            }
+        }
+        *out = m;
+        return -EPROTO;
+    }
     for (size_t i = 0; i < p.nbuffers; i++)
         if ((rc = msg_add_buffer(m, p.buffers[i].data, p.buffers[i].len)))
             goto fail;

@@ -14,6 +14,9 @@
 #include "protocol/wire.h"
 
 #define MSG_PROTOCOL_VERSION "5.5"
+/* Arrays and objects nested deeper than this in any part are refused: the worker's
+ * json.loads gives up near 1,000 levels, and no client sends more than a few dozen. */
+#define MSG_MAX_DEPTH 256
 
 /* Who the kernel is on the wire: its session id and username, and a counter
  * that makes message ids unique within the session. */
@@ -40,11 +43,21 @@ struct msg {
 
 void msg_free(struct msg *m);
 
-/* Verifies and parses a received frame list. On success *out is a new msg
- * (caller frees). Returns -EBADMSG (malformed), -EACCES (bad or missing
- * signature) or -ENOMEM, with a sentence in err. */
-int msg_parse(const struct wire_frame *frames, size_t n, const struct sign *s,
-              struct msg **out, char *err, size_t errlen);
+/* Verifies and parses a received frame list; s remembers the signature, so that the
+ * same message is refused if it comes again. On success *out is a new msg (caller
+ * frees). Errors, each with a sentence in err:
+ *   -EBADMSG   not a message: bad framing, or a header that cannot be read;
+ *   -EACCES    a bad or missing signature;
+ *   -EALREADY  a signature accepted before: a replayed message;
+ *   -EPROTO    a well-signed message with a readable header whose other parts are
+ *              not JSON objects (invalid UTF-8, \u0000, a lone surrogate, nesting
+ *              deeper than MSG_MAX_DEPTH): *out is then a new msg with the header
+ *              and identities and empty parent_header, metadata and content, so
+ *              that the caller can send an error reply;
+ *   -ENOMEM.
+ * On any other error *out is NULL. */
+int msg_parse(const struct wire_frame *frames, size_t n, struct sign *s, struct msg **out,
+              char *err, size_t errlen);
 
 /* The header's msg_type or msg_id ("" when absent); borrowed from m. */
 const char *msg_type(const struct msg *m);

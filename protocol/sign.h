@@ -1,6 +1,8 @@
 /* sign: HMAC-SHA256 signatures of Jupyter messages.
- * Used by msg on every message in (verify) and out (compute). The signer keeps
- * a keyed MAC context made once; an empty key means messages are not signed. */
+ * Used by msg on every message in (accept) and out (compute). The signer keeps
+ * a keyed MAC context made once, and the digests of the messages it accepted
+ * lately, to refuse one sent twice; an empty key means messages are not signed.
+ * The signer owns both; sign_release frees them. */
 #ifndef SANDPIT_SIGN_H
 #define SANDPIT_SIGN_H
 
@@ -8,15 +10,21 @@
 #include <stddef.h>
 
 #define SIGN_HEX_LEN 64 /* hex digits of an HMAC-SHA256 digest */
+/* Signatures remembered to refuse a replay: at least this many of the latest ones,
+ * at most twice as many (jupyter_client's Session keeps 65536 and culls at random). */
+#define SIGN_HISTORY 16384
 
 struct sign_part {
     const void *data;
     size_t len;
 };
 
+struct sign_seen;
+
 struct sign {
     bool enabled;
-    void *mac; /* EVP_MAC_CTX *, keyed */
+    void *mac;              /* EVP_MAC_CTX *, keyed */
+    struct sign_seen *seen; /* digests accepted lately; made at the first accept */
 };
 
 /* Keys the signer (the key is copied into OpenSSL's context). An empty key
@@ -30,9 +38,16 @@ void sign_release(struct sign *s);
  * writes "". Returns 0 or -EIO. */
 int sign_compute(const struct sign *s, const struct sign_part parts[4], char *hex);
 
-/* True if sig (not NUL-terminated) is the signature of the parts, compared in
+/* True if sig (not NUL-terminated) is the signature of the parts: 64 lower-case hex
+ * digits (the canonical form clients send; upper case is refused), compared in
  * constant time. With signing disabled, every signature is accepted. */
 bool sign_verify(const struct sign *s, const struct sign_part parts[4], const void *sig,
                  size_t sig_len);
+
+/* Verifies sig as sign_verify does, then remembers it: a message is accepted once.
+ * Returns 0, -EACCES for a bad or missing signature, -EALREADY for a signature
+ * accepted before (a replayed message), -ENOMEM. With signing disabled, 0. */
+int sign_accept(struct sign *s, const struct sign_part parts[4], const void *sig,
+                size_t sig_len);
 
 #endif

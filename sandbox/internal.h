@@ -21,6 +21,17 @@ void sandbox__layer_note(struct sandbox_layer *l, const char *fmt, ...)
 /* "1 GiB", "100 MiB", "4096 bytes": the largest unit that divides n exactly. */
 void sandbox__format_size(char *buf, size_t size, uint64_t n);
 
+/* Which cgroup this process is in and what it limits; *memory_counted tells whether a
+ * memory limit counts shared memory and tmpfs. Never FAILED: without a group of its
+ * own the layer is UNAVAILABLE, with p->cgroup_note as the reason. */
+int sandbox__cgroup_check(const struct sandbox_policy *p, struct sandbox_layer *l,
+                          bool *memory_counted);
+/* The folder of the group this process is in, from the texts of /proc/self/cgroup and
+ * /proc/self/mountinfo: version 1 with a controller ("memory"), or version 2. 0, or
+ * -ENOENT when the hierarchy is not there, or not mounted where this process sees it. */
+int sandbox__cgroup_locate(const char *self, const char *mountinfo, int version,
+                           const char *controller, char *dir, size_t len);
+
 /* RLIMIT_DATA, FSIZE, NOFILE, CORE, RTPRIO, soft and hard. */
 int sandbox__rlimits_apply(const struct sandbox_policy *p, struct sandbox_layer *l);
 /* RLIMIT_NPROC = SANDBOX_MAX_TASKS when own_userns (there it counts the worker's own
@@ -28,9 +39,12 @@ int sandbox__rlimits_apply(const struct sandbox_policy *p, struct sandbox_layer 
 int sandbox__rlimits_limit_tasks(struct sandbox_layer *l, bool own_userns);
 
 /* unshare(CLONE_NEWUSER | CLONE_NEWNS [| CLONE_NEWNET]), the uid/gid maps, then the
- * read-only mounts, the read-write binds and the covers of hidden paths. */
+ * read-only mounts, the read-write binds and the covers of hidden paths. With
+ * small_tmpfs (a memory limit no cgroup enforces), a temporary folder on tmpfs is
+ * replaced by a private tmpfs of a quarter of the limit. */
 int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_layer *user,
-                              struct sandbox_layer *net, struct sandbox_layer *mnt);
+                              struct sandbox_layer *net, struct sandbox_layer *mnt,
+                              bool small_tmpfs);
 
 /* Empties the bounding, ambient, inheritable, permitted and effective sets. */
 int sandbox__caps_drop(struct sandbox_layer *l);
@@ -45,7 +59,9 @@ int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer
 int sandbox__hidden_check(const struct sandbox_policy *p, struct sandbox_layer *l,
                           bool can_hide);
 
-/* no_new_privs, then the seccomp filters (see seccomp.c), synchronised to all threads. */
-int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer *l);
+/* no_new_privs, then the seccomp filters (see seccomp.c), synchronised to all threads;
+ * with no_shared_anon, anonymous shared mappings are refused too. */
+int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer *l,
+                           bool no_shared_anon);
 
 #endif

@@ -8,6 +8,8 @@
  * unshare() succeeds but writing the maps does not (Ubuntu's AppArmor restriction), so
  * the combination is first tried in a throwaway child.
  *
+ * A new IPC namespace holds the worker's SysV IPC objects (see below).
+ *
  * The network namespace is new and empty: a loopback interface that is down, so every
  * connect() fails with "network is unreachable", even to 127.0.0.1.
  *
@@ -18,6 +20,11 @@
  * each hidden path is covered: a folder by an empty read-only tmpfs, a file by an empty
  * file without permissions (opening it is refused), bound read-only.
  * Propagation is made private first, so nothing done here reaches the parent namespace.
+ *
+ * Where a memory limit is asked for but no cgroup counts tmpfs pages, a temporary folder
+ * on tmpfs (a /tmp in memory, as on many distributions) would let a cell fill memory
+ * that no limit sees: the worker then gets a private tmpfs there instead, a quarter of
+ * the limit in size. /dev/shm is read-only like every other mount.
  *
  * Without user namespaces, real root can still make the network and mount namespaces;
  * anyone else gets "unavailable" with the reason.
@@ -38,7 +45,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,9 +289,92 @@ static size_t rw_list(const struct sandbox_policy *p, const char **out, size_t m
     return n;
 }
 
+static bool on_tmpfs(const char *path)
+{
+    struct statfs st;
+    return statfs(path, &st) == 0 && st.f_type == TMPFS_MAGIC;
+}
+
+/* Mounts a private tmpfs of a quarter of the memory limit (at least 16 MiB) on dir. */
+static int small_tmpfs_on(const char *dir, const struct sandbox_policy *p)
+{
+    char opts[64];
+    unsigned long long size = p->memory_bytes / 4;
+    if (size < (16ull << 20))
+        size = 16ull << 20;
+    snprintf(opts, sizeof opts, "size=%llu,mode=0700", size);
+    return mount("sandpit-tmp", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno
+                                                                              : 0;
+}
+
+/* path as the report shows it: "./x" inside the workspace, "~/x" inside the home
+ * folder, or whole; into buf. */
+static const char *short_name(const char *path, const char *workspace, char *buf,
+                              size_t len)
+{
+    const char *home = getenv("HOME");
+    size_t w = workspace ? strlen(workspace) : 0, n = home ? strlen(home) : 0;
+    bool in_ws = w > 1 && strncmp(path, workspace, w) == 0 && path[w] == '/';
+    bool in_home = n > 1 && strncmp(path, home, n) == 0 && (path[n] == '/' || !path[n]);
+    if (in_home && (!in_ws || n >= w)) /* the nearer of the two */
+        snprintf(buf, len, "~%s", path + n);
+    else if (in_ws)
+        snprintf(buf, len, ".%s", path + w);
+    else
+        snprintf(buf, len, "%s", path);
+    return buf;
+}
+
+/* Appends a path to a list being written for the report. */
+static void list_path(char *list, size_t size, const char *path, const char *workspace)
+{
+    char shown[PATH_MAX];
+    size_t n = strlen(list);
+    short_name(path, workspace, shown, sizeof shown);
+    int k = snprintf(list + n, size - n, "%s%.*s", n ? ", " : "", (int)(size - n), shown);
+    if (k < 0 || (size_t)k >= size - n)
+        memcpy(list + size - 4, "...", 4); /* the report's detail is bounded too */
+}
+
+#define HOME_MAX_ENTRIES 1024
+
+/* The top of a home folder inside the workspace: read-only, but for each entry that is
+ * not a dot-file, bound on itself so that it stays writable. Nothing can then make a
+ * new ~/.bash_profile or ~/.local, nor change those there. Returns the number of
+ * entries kept writable, or -errno. */
+static int lock_home(const char *home, struct sandbox_layer *mnt)
+{
+    if (mount(home, home, NULL, MS_BIND | MS_REC, NULL) < 0)
+        return -errno;
+    DIR *d = opendir(home);
+    if (!d)
+        return -errno;
+    int kept = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[PATH_MAX];
+        struct stat st;
+        if (e->d_name[0] == '.' ||
+            snprintf(path, sizeof path, "%s/%s", home, e->d_name) >= (int)sizeof path ||
+            lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+            continue; /* a symbolic link leads elsewhere: Landlock judges its target */
+        if (kept == HOME_MAX_ENTRIES) {
+            sandbox__layer_note(mnt, "only %d entries at the top of %s stay writable",
+                                HOME_MAX_ENTRIES, home);
+            break;
+        }
+        if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) == 0)
+            kept++;
+    }
+    closedir(d);
+    int rc = mount_setattr_rdonly(home, true, false);
+    return rc < 0 ? rc : kept;
+}
+
 /* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
  * hidden paths covered. */
-static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt)
+static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                        bool small_tmpfs)
 {
     /* Private first: otherwise, in a namespace made by real root, the mounts below would
      * propagate to the host. If that fails, nothing else may be mounted. */
@@ -306,6 +398,22 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
         n_rw = MAX_RW;
     }
     for (size_t i = 0; i < n_rw; i++) {
+        if (small_tmpfs && rw[i] == p->tmpdir && on_tmpfs(rw[i])) {
+            int rc = small_tmpfs_on(rw[i], p);
+            if (rc == 0) {
+                bound[i] = true;
+                n_bound++;
+                sandbox__layer_note(mnt, "a small private tmpfs on %s", rw[i]);
+                continue;
+            }
+            sandbox__layer_note(mnt, "cannot limit the tmpfs %s: %s", rw[i],
+                                strerror(-rc));
+        } else if (small_tmpfs && on_tmpfs(rw[i])) {
+            sandbox__layer_note(mnt,
+                                "%s is on tmpfs: files there are memory no limit "
+                                "counts",
+                                rw[i]);
+        }
         if (mount(rw[i], rw[i], NULL, MS_BIND | MS_REC, NULL) == 0) {
             bound[i] = true;
             n_bound++;
@@ -321,16 +429,42 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
             if (bound[i] && (rc = mount_setattr_rdonly(rw[i], false, true)) < 0)
                 sandbox__layer_note(mnt, "%s stays read-only: %s", rw[i], strerror(-rc));
     }
+    /* What of the user's setup lies in the read-write paths: home.h. */
+    char masked[SANDBOX_DETAIL_MAX] = "", locked[SANDBOX_DETAIL_MAX] = "";
+    for (const char *const *h = p->home_dirs; can_setattr && h && *h; h++) {
+        int kept = lock_home(*h, mnt);
+        if (kept < 0)
+            sandbox__layer_note(mnt, "cannot lock the top of %s: %s", *h,
+                                strerror(-kept));
+        else
+            list_path(locked, sizeof locked, *h, p->workspace);
+    }
+    for (const char *const *r = p->readonly_paths; can_setattr && r && *r; r++) {
+        int m = mount(*r, *r, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
+        if (m == 0)
+            m = mount_setattr_rdonly(*r, true, true);
+        if (m < 0)
+            sandbox__layer_note(mnt, "cannot make %s read-only: %s", *r, strerror(-m));
+        else
+            list_path(masked, sizeof masked, *r, p->workspace);
+    }
     int hide_rc = 0;
     size_t hidden = 0;
-    char cover_buf[PATH_MAX];
+    char cover_buf[PATH_MAX], hidden_list[SANDBOX_DETAIL_MAX] = "";
     const char *cover_with = p->hidden_paths && *p->hidden_paths
                                  ? cover_file(p, cover_buf, sizeof cover_buf)
                                  : NULL;
-    for (const char *const *h = p->hidden_paths; h && *h; h++, hidden++) {
+    for (const char *const *h = p->hidden_paths; h && *h; h++) {
+        struct stat st;
+        if (stat(*h, &st) < 0)
+            continue; /* nothing to hide */
         int c = cover(*h, mnt, can_setattr, cover_with);
         if (c < 0 && hide_rc == 0)
             hide_rc = c;
+        if (c == 0) {
+            hidden++;
+            list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
+        }
     }
     if (cover_with)
         unlink(cover_with);         /* the binds keep it; the user's folder does not */
@@ -347,6 +481,15 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
         sandbox__layer_set(mnt, SANDBOX_ACTIVE,
                            "read-only but for %zu read-write path%s, %zu hidden", n_bound,
                            n_bound == 1 ? "" : "s", hidden);
+        if (hidden_list[0])
+            sandbox__layer_note(mnt, "hidden: %s", hidden_list);
+        if (locked[0])
+            sandbox__layer_note(mnt,
+                                "home folder with its top level and dot-files "
+                                "read-only: %s",
+                                locked);
+        if (masked[0])
+            sandbox__layer_note(mnt, "read-only in the workspace (.): %s", masked);
     }
     if (notes[0])
         sandbox__layer_note(mnt, "%s", notes);
@@ -358,7 +501,8 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
 }
 
 int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_layer *user,
-                              struct sandbox_layer *net, struct sandbox_layer *mnt)
+                              struct sandbox_layer *net, struct sandbox_layer *mnt,
+                              bool small_tmpfs)
 {
     uid_t uid = geteuid();
     gid_t gid = getegid();
@@ -433,6 +577,16 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
         }
     }
 
+    /* SysV shared memory, semaphores and message queues of its own: a segment made by
+     * a cell goes with the worker instead of outliving it, and no segment of another
+     * process (a database's, as root) can be attached. */
+    if (flags & CLONE_NEWUSER || uid == 0) {
+        if (unshare(CLONE_NEWIPC) == 0)
+            sandbox__layer_note(user, "an IPC namespace of its own");
+        else
+            sandbox__layer_note(user, "no IPC namespace: %s", strerror(errno));
+    }
+
     if (p->network)
         sandbox__layer_set(net, SANDBOX_DISABLED, "network on: the host's network");
     else if (flags & CLONE_NEWNET)
@@ -442,7 +596,7 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
 
     int rc = 0;
     if (flags & CLONE_NEWNS)
-        rc = setup_mounts(p, mnt);
+        rc = setup_mounts(p, mnt, small_tmpfs);
     else
         sandbox__layer_set(mnt, SANDBOX_UNAVAILABLE, "%s", why_mnt);
     if (net->state == SANDBOX_FAILED && rc == 0)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 static const char *const layer_names[SANDBOX_LAYER_COUNT] = {
+    [SANDBOX_LAYER_CGROUP] = "cgroup",
     [SANDBOX_LAYER_RLIMITS] = "rlimits",
     [SANDBOX_LAYER_USERNS] = "user-namespace",
     [SANDBOX_LAYER_NETNS] = "network-namespace",

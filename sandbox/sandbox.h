@@ -1,9 +1,11 @@
 /* sandbox: confines the worker, the process that runs user cells.
  *
- * The worker calls sandbox_enter() while it has one thread and no Python (rlimits,
- * namespaces, capabilities, Landlock), then sandbox_lock() once CPython and its preloads
- * are up (no_new_privs and the seccomp filter, on every thread). Each step fills a layer
- * of a struct sandbox_report, which never claims a layer that is not in force.
+ * The supervisor puts the worker in a cgroup of its own before it runs (cgroup.h). The
+ * worker calls sandbox_enter() while it has one thread and no Python (a check of that
+ * cgroup, rlimits, namespaces, capabilities, Landlock), then sandbox_lock() once CPython
+ * and its preloads are up (no_new_privs and the seccomp filter, on every thread). Each
+ * step fills a layer of a struct sandbox_report, which never claims a layer that is not
+ * in force.
  * Ownership: the policy and its strings are borrowed for the duration of a call; the
  * report is the caller's; nothing here allocates memory that outlives a call.
  * sandbox/POLICY.md is the table of what is allowed and denied, and why.
@@ -30,13 +32,23 @@ struct sandbox_policy {
                                       * worker's mount namespace each is covered by an
                                       * empty one; sandbox_enter() fails if one is still
                                       * readable afterwards */
-    uint64_t memory_bytes;           /* RLIMIT_DATA; 0: no limit */
-    uint64_t max_file_bytes;         /* RLIMIT_FSIZE; 0: no limit */
-    unsigned max_open_files;         /* RLIMIT_NOFILE; 0: SANDBOX_DEFAULT_OPEN_FILES */
+    const char *const
+        *readonly_paths;          /* inside the read-write paths, but never written
+                                   * (kernelspecs, start-up files): bound read-only */
+    const char *const *home_dirs; /* home folders inside the read-write paths: the top
+                                   * level is read-only, but for its entries that are
+                                   * not dot-files (see home.h) */
+    uint64_t memory_bytes;        /* RLIMIT_DATA, and the cgroup's; 0: no limit */
+    uint64_t max_file_bytes;      /* RLIMIT_FSIZE; 0: no limit */
+    unsigned max_open_files;      /* RLIMIT_NOFILE; 0: SANDBOX_DEFAULT_OPEN_FILES */
+    double cpus;                  /* the cgroup's CPU quota, in CPUs; 0: no limit */
+    const char *cgroup_note;      /* what the supervisor said of the worker's cgroup (what
+                                   * it made, or why it made none); may be NULL */
 };
 
 #define SANDBOX_DEFAULT_OPEN_FILES 256
-/* RLIMIT_NPROC, set only where it counts the worker's own tasks (its user namespace). */
+/* The cgroup's pids.max, and RLIMIT_NPROC where that counts the worker's own tasks (its
+ * user namespace). */
 #define SANDBOX_MAX_TASKS 1024
 
 enum sandbox_state {
@@ -49,6 +61,7 @@ enum sandbox_state {
 
 /* The layers, in the order they are applied and reported. */
 enum sandbox_layer_id {
+    SANDBOX_LAYER_CGROUP,
     SANDBOX_LAYER_RLIMITS,
     SANDBOX_LAYER_USERNS,
     SANDBOX_LAYER_NETNS,
@@ -60,10 +73,10 @@ enum sandbox_layer_id {
 };
 
 #define SANDBOX_LAYERS_MAX 8
-#define SANDBOX_DETAIL_MAX 256
+#define SANDBOX_DETAIL_MAX 1024
 
 struct sandbox_layer {
-    const char *name; /* "rlimits", "user-namespace", "network-namespace",
+    const char *name; /* "cgroup", "rlimits", "user-namespace", "network-namespace",
                        * "mount-namespace", "capabilities", "landlock", "seccomp" */
     enum sandbox_state state;
     char detail[SANDBOX_DETAIL_MAX];
@@ -73,7 +86,8 @@ struct sandbox_layer {
 struct sandbox_report {
     struct sandbox_layer layers[SANDBOX_LAYERS_MAX];
     size_t n;
-    int landlock_abi; /* 0: no Landlock */
+    int landlock_abi;   /* 0: no Landlock */
+    bool cgroup_memory; /* a cgroup's memory limit counts shared memory and tmpfs */
 };
 
 /* Fills p with the defaults: enabled, no network, no paths, no memory or file-size
@@ -85,17 +99,21 @@ void sandbox_policy_init(struct sandbox_policy *p);
 void sandbox_report_init(struct sandbox_report *r);
 
 /* Stage 1, in the worker before Py_Initialize, while the process has exactly one thread:
- * rlimits; a user namespace (uid and gid mapped to themselves) with an empty network
- * namespace unless p->network, and a mount namespace in which everything outside the
- * read-write paths is read-only and p->hidden_paths are covered; all capabilities
- * dropped; no_new_privs; Landlock. A layer the machine lacks is reported unavailable and
- * the others still apply. Returns 0, or the -errno of the first layer that FAILED (the
- * others were still applied; the worker should not run user code). -EINVAL if the
- * process has more than one thread (nothing is applied then). */
+ * a check of the cgroup the worker is in; rlimits; a user namespace (uid and gid mapped
+ * to themselves) with an empty network namespace unless p->network, and a mount namespace
+ * in which everything outside the read-write paths is read-only and p->hidden_paths are
+ * covered (and, where no cgroup counts tmpfs, a temporary folder on tmpfs is replaced by
+ * a small one); all capabilities dropped; no_new_privs; Landlock. A layer the machine
+ * lacks is reported unavailable and the others still apply. Returns 0, or the -errno of
+ * the first layer that FAILED (the others were still applied; the worker should not run
+ * user code). -EINVAL if the process has more than one thread (nothing is applied then).
+ */
 int sandbox_enter(const struct sandbox_policy *p, struct sandbox_report *r);
 
 /* Stage 2, after CPython is initialised and its preloads imported: no_new_privs and the
- * seccomp filter, synchronised to every thread. Returns 0 or -errno (seccomp FAILED). */
+ * seccomp filter, synchronised to every thread (refusing anonymous shared mappings when
+ * there is a memory limit and no cgroup counts them). Returns 0 or -errno (seccomp
+ * FAILED). */
 int sandbox_lock(const struct sandbox_policy *p, struct sandbox_report *r);
 
 /* "pending", "active", "unavailable", "disabled", "failed" (static strings). */
@@ -108,9 +126,10 @@ const struct sandbox_layer *sandbox_report_find(const struct sandbox_report *r,
 /* Writes one line per layer to f: "sandbox: <layer> <state>: <detail>". */
 void sandbox_report_print(const struct sandbox_report *r, FILE *f);
 
-/* Runs both stages in a forked child (which then exits) and fills r with what this
- * machine gives the policy; for `sandpit check-sandbox`. Returns 0 (whatever the layers
- * say) or -errno if the child could not run or report. */
+/* Runs both stages in a forked child (which then exits), in a cgroup made for it as the
+ * supervisor makes one for a worker, and fills r with what this machine gives the
+ * policy; for `sandpit check-sandbox`. Returns 0 (whatever the layers say) or -errno if
+ * the child could not run or report. */
 int sandbox_probe(const struct sandbox_policy *p, struct sandbox_report *r);
 
 #endif

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -211,7 +212,7 @@ static int rule(scmp_filter_ctx ctx, struct filter_stats *st, uint32_t action,
 #define DENY_IF(name, cmp) rule(ctx, st, SCMP_ACT_ERRNO(EPERM), (name), 1, (cmp))
 
 static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
-                     struct filter_stats *st)
+                     struct filter_stats *st, bool no_shared_anon)
 {
     int rc = 0;
 #define TRY(x)                                                                           \
@@ -279,6 +280,16 @@ static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
                                          "sched_setattr", "migrate_pages", "move_pages"};
     for (size_t i = 0; i < sizeof by_pid / sizeof by_pid[0]; i++)
         TRY(DENY_IF(by_pid[i], SCMP_A0(SCMP_CMP_NE, 0)));
+
+    /* Where no cgroup counts them, shared anonymous mappings escape RLIMIT_DATA (and
+     * SysV segments outlive the worker): refused, since nothing a cell runs without
+     * multiprocessing, itself refused, makes one (mmap.mmap(-1, n) is the user's own
+     * call). MAP_SHARED_VALIDATE has the MAP_SHARED bit too. Private mappings stay. */
+    if (no_shared_anon) {
+        TRY(DENY_IF("mmap", SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED | MAP_ANONYMOUS,
+                                    MAP_SHARED | MAP_ANONYMOUS)));
+        TRY(DENY("shmget"));
+    }
 #undef TRY
     return 0;
 }
@@ -334,10 +345,12 @@ static int load_guard(void)
     return 0;
 }
 
-int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer *l)
+int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer *l,
+                           bool no_shared_anon)
 {
 #ifndef NATIVE_ARCH
     (void)p;
+    (void)no_shared_anon;
     sandbox__layer_set(l, SANDBOX_UNAVAILABLE, "no filter written for this architecture");
     return 0;
 #else
@@ -360,7 +373,7 @@ int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer 
         goto out_release;
     }
     seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2); /* a binary tree if supported */
-    if ((rc = add_rules(ctx, p, &st)) < 0) {
+    if ((rc = add_rules(ctx, p, &st, no_shared_anon)) < 0) {
         sandbox__layer_set(l, SANDBOX_FAILED, "seccomp_rule_add: %s", strerror(-rc));
         goto out_release;
     }
@@ -394,6 +407,8 @@ int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer 
         "killed; sockets: %s",
         st.rules, LAST_REVIEWED_SYSCALL,
         p->network ? "TCP and UDP over IPv4/IPv6" : "none");
+    if (no_shared_anon)
+        sandbox__layer_note(l, "shared anonymous memory refused (no cgroup counts it)");
     rc = 0;
 out_release:
     seccomp_release(ctx);

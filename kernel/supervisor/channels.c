@@ -24,11 +24,12 @@ static const int socket_types[CONNECTION_NCHANNELS] = {
     [CONNECTION_HB] = ZMQ_ROUTER,
 };
 
-int channels_open(struct channels *c, const struct connection *conn,
-                  const struct sign *sign)
+int channels_open(struct channels *c, const struct connection *conn, struct sign *sign,
+                  size_t max_message)
 {
     memset(c, 0, sizeof *c);
     c->sign = sign;
+    c->max_message = max_message;
     c->zctx = zmq_ctx_new();
     if (!c->zctx)
         return -errno;
@@ -38,7 +39,9 @@ int channels_open(struct channels *c, const struct connection *conn,
             return -errno;
         c->sockets[ch] = s;
         int linger = 1000, one = 1;
-        int64_t maxmsg = (int64_t)WIRE_MAX_JSON * 2;
+        /* ZeroMQ checks each frame as it arrives, and drops the peer of one that is
+         * too large before it is read; recv_frames checks the frames together. */
+        int64_t maxmsg = max_message ? (int64_t)max_message : -1;
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
         if (strchr(conn->ip, ':'))
@@ -74,12 +77,14 @@ void channels_close(struct channels *c)
 
 /* Reads one multipart message without waiting. Returns the number of frames
  * (> 0, *frames is new), -EAGAIN when there is none, -EMSGSIZE when it had
- * too many frames (it was read and discarded), or -errno. */
-static int recv_frames(void *sock, struct wire_frame **frames)
+ * too many frames or more than max bytes (0: no limit) (it was read and
+ * discarded, and nothing past the limit was copied), or -errno. */
+static int recv_frames(void *sock, struct wire_frame **frames, size_t max)
 {
     *frames = NULL;
     struct wire_frame *f = NULL;
     int n = 0, more = 1, rc = 0;
+    size_t total = 0;
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
@@ -91,7 +96,10 @@ static int recv_frames(void *sock, struct wire_frame **frames)
             break;
         }
         more = zmq_msg_more(&part);
-        if (n < MAX_FRAMES) {
+        total += zmq_msg_size(&part);
+        if (max && total > max)
+            rc = -EMSGSIZE;
+        if (rc == 0 && n < MAX_FRAMES) {
             struct wire_frame *nf = realloc(f, (size_t)(n + 1) * sizeof *nf);
             size_t len = zmq_msg_size(&part);
             void *data = nf ? malloc(len ? len : 1) : NULL;
@@ -107,7 +115,7 @@ static int recv_frames(void *sock, struct wire_frame **frames)
                 f[n].len = len;
                 n++;
             }
-        } else {
+        } else if (rc == 0) {
             rc = -EMSGSIZE;
         }
         zmq_msg_close(&part);
@@ -164,10 +172,15 @@ static bool take(struct channels *c, enum connection_channel ch,
     struct msg *m = NULL;
     char err[256];
     bool go_on = true;
-    if (msg_parse(frames, (size_t)n, c->sign, &m, err, sizeof err))
+    int rc = msg_parse(frames, (size_t)n, c->sign, &m, err, sizeof err);
+    if (rc == -EPROTO) {
+        log_warn("an unreadable message on %s: %s", connection_channel_name(ch), err);
+        sink->unreadable(sink->data, ch, m, err);
+    } else if (rc) {
         log_warn("dropped a message on %s: %s", connection_channel_name(ch), err);
-    else
+    } else {
         go_on = sink->msg(sink->data, ch, &m);
+    }
     msg_free(m);
     return go_on;
 }
@@ -177,12 +190,13 @@ void channels_drain(struct channels *c, enum connection_channel ch,
 {
     for (int i = 0; i < DRAIN_BATCH; i++) {
         struct wire_frame *frames;
-        int n = recv_frames(c->sockets[ch], &frames);
+        int n = recv_frames(c->sockets[ch], &frames, c->max_message);
         if (n == -EAGAIN)
             return;
         if (n < 0) {
             log_warn("dropped a message on %s: %s", connection_channel_name(ch),
-                     n == -EMSGSIZE ? "too many frames" : strerror(-n));
+                     n == -EMSGSIZE ? "too many frames, or larger than --max-message"
+                                    : strerror(-n));
             continue;
         }
         bool go_on = take(c, ch, frames, n, sink);

@@ -17,7 +17,8 @@
 struct channels {
     void *zctx;
     void *sockets[CONNECTION_NCHANNELS];
-    const struct sign *sign;
+    struct sign *sign;  /* borrowed; it remembers the signatures it accepted */
+    size_t max_message; /* bytes of one message, its frames together; 0: no cap */
 };
 
 /* Where drained messages go. */
@@ -29,18 +30,24 @@ struct channels_sink {
     bool (*msg)(void *data, enum connection_channel ch, struct msg **m);
     /* A new iopub subscription (its topic, borrowed). */
     void (*subscribed)(void *data, const char *topic, size_t len);
+    /* A well-signed message whose header could be read but not the rest (m
+     * borrowed, as msg_parse leaves it on -EPROTO; why says what was wrong). */
+    void (*unreadable)(void *data, enum connection_channel ch, struct msg *m,
+                       const char *why);
 };
 
-/* Opens and binds the sockets that conn names. 0, or -errno with the reason
- * logged (a port in use is named). channels_close undoes it, also after a
- * failure. */
-int channels_open(struct channels *c, const struct connection *conn,
-                  const struct sign *sign);
+/* Opens and binds the sockets that conn names; a message larger than
+ * max_message bytes (0: no cap) is dropped unread. 0, or -errno with the
+ * reason logged (a port in use is named). channels_close undoes it, also
+ * after a failure. */
+int channels_open(struct channels *c, const struct connection *conn, struct sign *sign,
+                  size_t max_message);
 void channels_close(struct channels *c);
 
 /* Reads up to a batch of messages from ch without waiting, and hands each on.
- * A message with too many frames, bad JSON or a bad signature is logged and
- * dropped; the socket is read on. */
+ * A message with too many frames, too many bytes or a bad signature is logged
+ * and dropped; a well-signed one whose header is readable but not the rest
+ * goes to the sink's unreadable(); the socket is read on. */
 void channels_drain(struct channels *c, enum connection_channel ch,
                     const struct channels_sink *sink);
 

@@ -22,8 +22,10 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/supervisor/loop.h"
+#include "sandbox/cgroup.h"
 
-#define READ_TURNS 64 /* reads of the link per event, so a flood cannot hold the loop */
+#define CHILD_RETIRED 4  /* groups of stopped workers not reaped yet */
+#define READ_TURNS    64 /* reads of the link per event, so a flood cannot hold the loop */
 
 struct child {
     struct loop *loop;
@@ -41,6 +43,9 @@ struct child {
     long long log_event;
     char log_buf[1024];
     size_t log_len;
+    struct sandbox_cgroup cgroup;                 /* the running worker's group */
+    struct sandbox_cgroup retired[CHILD_RETIRED]; /* stopped workers', until reaped */
+    unsigned started;                             /* workers started; names groups */
 };
 
 struct child *child_new(struct loop *loop, const struct child_events *events)
@@ -53,7 +58,46 @@ struct child *child_new(struct loop *loop, const struct child_events *events)
     c->fd = -1;
     c->log_fd = -1;
     link_reader_init(&c->reader);
+    sandbox_cgroup_init(&c->cgroup);
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        sandbox_cgroup_init(&c->retired[i]);
     return c;
+}
+
+/* Removes the groups of workers that have ended; a group still holding its
+ * worker (killed, not yet gone) stays for the next try. */
+static void sweep_groups(struct child *c)
+{
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        if (c->retired[i].version && sandbox_cgroup_remove(&c->retired[i]) == 0)
+            sandbox_cgroup_release(&c->retired[i]);
+}
+
+/* The running worker's group joins the retired ones, to be removed once the
+ * worker is reaped. */
+static void retire_group(struct child *c)
+{
+    if (!c->cgroup.version)
+        return;
+    sweep_groups(c);
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        if (!c->retired[i].version) {
+            c->retired[i] = c->cgroup;
+            sandbox_cgroup_init(&c->cgroup);
+            return;
+        }
+    /* Four workers killed and none gone: leave this group to the next kernel. */
+    sandbox_cgroup_release(&c->cgroup);
+}
+
+void child_reaped(struct child *c)
+{
+    sweep_groups(c);
+}
+
+bool child_memory_killed(const struct child *c)
+{
+    return sandbox_cgroup_memory_killed(&c->cgroup);
 }
 
 /* Names, and prefixes ending in '*', of variables a sandboxed cell may see. */
@@ -80,6 +124,18 @@ static const char *const env_allowed[] = {
     "LC_*",
     "JPY_PARENT_PID",
     "JPY_SESSION_NAME",
+    /* Where the user's setup lives, for the sandbox to keep it out of reach. */
+    "JUPYTER_RUNTIME_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTER_CONFIG_DIR",
+    "JUPYTER_PATH",
+    "JUPYTER_CONFIG_PATH",
+    "IPYTHONDIR",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_RUNTIME_DIR",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
     "SANDPIT_*",
     NULL,
 };
@@ -186,6 +242,9 @@ void child_free(struct child *c)
     if (!c)
         return;
     child_stop(c);
+    sweep_groups(c);
+    for (int i = 0; i < CHILD_RETIRED; i++)
+        sandbox_cgroup_release(&c->retired[i]);
     close_log(c);
     link_reader_release(&c->reader);
     free(c->out);
@@ -270,15 +329,63 @@ static void on_link(struct loop *l, long long id, int events, void *data)
         read_link(c);
 }
 
-int child_start(struct child *c, char *const argv[], char *const envp[])
+/* envp with SANDPIT_CGROUP=note appended (a new array of borrowed strings but
+ * the last, which is new: free both with free_env_with). */
+static char **env_with(char *const envp[], const char *note)
+{
+    size_t n = 0;
+    while (envp[n])
+        n++;
+    char **e = calloc(n + 2, sizeof *e);
+    char *var = malloc(strlen("SANDPIT_CGROUP=") + strlen(note) + 1);
+    if (!e || !var) {
+        free(e);
+        free(var);
+        return NULL;
+    }
+    memcpy(e, envp, n * sizeof *e);
+    strcpy(var, "SANDPIT_CGROUP=");
+    strcat(var, note);
+    e[n] = var;
+    return e;
+}
+
+static void free_env_with(char **e)
+{
+    size_t n = 0;
+    while (e && e[n])
+        n++;
+    if (n)
+        free(e[n - 1]);
+    free(e);
+}
+
+int child_start(struct child *c, char *const argv[], char *const envp[],
+                const struct sandbox_cgroup_limits *limits)
 {
     int sv[2], logp[2];
-    if (pipe2(logp, O_CLOEXEC) < 0)
-        return -errno;
+    sandbox_cgroup_init(&c->cgroup);
+    if (limits) {
+        if (sandbox_cgroup_create(&c->cgroup, ++c->started, limits) == 0)
+            log_info("cgroup: %s", c->cgroup.detail);
+        else
+            log_warn("no cgroup for the worker: %s", c->cgroup.detail);
+    }
+    char **env = env_with(envp, c->cgroup.detail[0] ? c->cgroup.detail : "none");
+    if (!env || pipe2(logp, O_CLOEXEC) < 0) {
+        int e = env ? errno : ENOMEM;
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
+        return -e;
+    }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         int e = errno;
         close(logp[0]);
         close(logp[1]);
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
         return -e;
     }
     /* Big socket buffers: a chart of a few hundred kilobytes then passes in one
@@ -293,6 +400,9 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
         close(sv[1]);
         close(logp[0]);
         close(logp[1]);
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
         return -e;
     }
     pid_t parent = getpid();
@@ -304,6 +414,9 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
         close(devnull);
         close(logp[0]);
         close(logp[1]);
+        free_env_with(env);
+        sandbox_cgroup_remove(&c->cgroup);
+        sandbox_cgroup_release(&c->cgroup);
         return -e;
     }
     if (pid == 0) {
@@ -316,13 +429,18 @@ int child_start(struct child *c, char *const argv[], char *const envp[])
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
+        /* Before exec: nothing the worker runs is outside its group. If this fails,
+         * the worker finds itself outside and says so in its report. */
+        sandbox_cgroup_join(&c->cgroup);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
             dup2(logp[1], 2) < 0)
             _exit(127);
         syscall(SYS_close_range, 4U, ~0U, 0U);
-        execve("/proc/self/exe", argv, envp);
+        execve("/proc/self/exe", argv, env);
         _exit(127);
     }
+    free_env_with(env);
+    sandbox_cgroup_started(&c->cgroup, pid);
     close(sv[1]);
     close(devnull);
     close(logp[1]);
@@ -360,6 +478,7 @@ void child_stop(struct child *c)
 {
     if (c->pid > 0)
         kill(c->pid, SIGKILL);
+    retire_group(c);
     if (c->fd >= 0)
         close_link(c);
     c->pid = 0;

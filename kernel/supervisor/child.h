@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "kernel/link/link.h"
+#include "sandbox/cgroup.h"
 
 struct loop;
 struct child;
@@ -42,8 +43,18 @@ void child_free(struct child *c);
 /* Starts a worker: argv[0] is ignored and replaced by this binary; envp is
  * its whole environment. The worker gets the link as fd 3, /dev/null as stdin
  * and stdout, a pipe for its log as fd 2 (relayed to the kernel's log, marked
- * as the worker's), and nothing else. 0 or -errno. */
-int child_start(struct child *c, char *const argv[], char *const envp[]);
+ * as the worker's), and nothing else. With limits (borrowed), it runs in a
+ * cgroup of its own that has them, from before its first instruction;
+ * SANDPIT_CGROUP in its environment says what was made, or why nothing was.
+ * 0 or -errno. */
+int child_start(struct child *c, char *const argv[], char *const envp[],
+                const struct sandbox_cgroup_limits *limits);
+
+/* A child process was reaped: removes the cgroups of workers that have ended. */
+void child_reaped(struct child *c);
+
+/* True if the running worker's cgroup killed it for memory. */
+bool child_memory_killed(const struct child *c);
 
 /* Kills the worker (SIGKILL) and closes the link; the pid is left for the
  * SIGCHLD handler to reap. Safe on a child that is down. */

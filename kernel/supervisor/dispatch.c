@@ -77,3 +77,19 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
     outbox_idle(k, r);
     request_free(r);
 }
+
+void dispatch_unreadable(struct kernel *k, struct msg *m, enum connection_channel ch,
+                         const char *why)
+{
+    const char *type = msg_type(m);
+    size_t n = strlen(type);
+    if (ch == CONNECTION_STDIN || n <= 8 || strcmp(type + n - 8, "_request") != 0)
+        return; /* no reply is due */
+    struct request r = {
+        .msg = m, .channel = ch, .execute = strcmp(type, "execute_request") == 0};
+    char text[320];
+    snprintf(text, sizeof text, "the kernel could not read this request: %s", why);
+    outbox_busy(k, &r);
+    outbox_error(k, &r, "ValueError", text);
+    outbox_idle(k, &r);
+}

@@ -78,7 +78,11 @@ void respawn_start(struct respawn *w)
     char **argv = worker_argv(w->opts);
     if (!w->env)
         w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
-    int rc = argv && w->env ? child_start(w->child, argv, w->env) : -ENOMEM;
+    struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
+                                           SANDBOX_MAX_TASKS, w->opts->cpus};
+    int rc = argv && w->env
+                 ? child_start(w->child, argv, w->env, w->opts->sandbox ? &limits : NULL)
+                 : -ENOMEM;
     for (int i = 0; argv && argv[i]; i++)
         free(argv[i]);
     free(argv);
@@ -129,7 +133,11 @@ static void describe_exit(const struct child *c, int status, char *buf, size_t l
 {
     /* The link closes when the worker dies, before its status is known: the
      * supervisor's own SIGKILL after that says nothing, the status does. */
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && child_link_closed(c))
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && child_memory_killed(c))
+        snprintf(buf, len,
+                 "ran out of memory (its limit counts shared memory and files "
+                 "in memory too) and was stopped");
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && child_link_closed(c))
         snprintf(buf, len, "closed its link to the kernel and was stopped");
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
         snprintf(buf, len,

@@ -137,6 +137,13 @@ static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
     return !loop_stopped(s->loop);
 }
 
+static void on_unreadable(void *data, enum connection_channel ch, struct msg *m,
+                          const char *why)
+{
+    struct supervisor *s = data;
+    dispatch_unreadable(&s->k, m, ch, why);
+}
+
 static void on_subscribed(void *data, const char *topic, size_t len)
 {
     struct supervisor *s = data;
@@ -151,7 +158,7 @@ static void on_socket(struct loop *l, long long id, int events, void *data)
     (void)id;
     (void)events;
     const struct socket_event *e = data;
-    const struct channels_sink sink = {e->s, on_msg, on_subscribed};
+    const struct channels_sink sink = {e->s, on_msg, on_subscribed, on_unreadable};
     channels_drain(&e->s->channels, e->ch, &sink);
 }
 
@@ -172,9 +179,11 @@ static void reap_children(struct supervisor *s)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == child_pid(s->child))
             respawn_reaped(&s->respawn, status);
+        child_reaped(s->child);
+    }
 }
 
 static void on_signal(struct loop *l, long long id, int events, void *data)
@@ -336,7 +345,8 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
         return rc;
     if (!(s->loop = loop_new(NULL)))
         return -ENOMEM;
-    if ((rc = channels_open(&s->channels, &s->conn, &s->sign)))
+    if ((rc = channels_open(&s->channels, &s->conn, &s->sign,
+                            (size_t)opts->max_message_mib << 20)))
         return rc;
     const struct child_events ev = {s, on_frame, on_corrupt};
     if (!(s->child = child_new(s->loop, &ev)))
@@ -359,8 +369,9 @@ static void supervisor_release(struct supervisor *s)
 {
     if (s->child) {
         child_stop(s->child);
-        /* Reap the last worker so that it is not left a zombie for our parent. */
-        for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
+        /* Reap the last worker so that it is not left a zombie for our parent, and
+         * so that its cgroup can go (a large one takes a moment to tear down). */
+        for (int i = 0; i < 2000 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
             usleep(1000);
         child_free(s->child);
         respawn_release(&s->respawn);

@@ -24,6 +24,7 @@
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
 #include "kernel/worker/uplink.h"
+#include "sandbox/home.h"
 #include "sandbox/sandbox.h"
 
 /* The folders the interpreter reads: its prefix and where packages live. */
@@ -119,11 +120,41 @@ int worker_main(int argc, char **argv)
     policy.workspace = o.workspace;
     policy.tmpdir = o.tmpdir;
     policy.ro_paths = python_ro_paths;
-    /* The connection file holds the key: unreadable even inside the workspace. */
-    const char *hidden[] = {o.hide, NULL};
-    policy.hidden_paths = o.hide ? hidden : NULL;
+    /* The connection file holds the key: unreadable even inside the workspace; so
+     * are the user's secrets, and the user's setup is never written (home.h). */
+    extern char **environ;
+    struct sandbox_masks masks;
+    if (sandbox_masks_build(&masks, &policy, environ) != 0) {
+        log_error("out of memory building the sandbox policy");
+        return 3;
+    }
+    size_t n_hidden = 0;
+    while (masks.hidden && masks.hidden[n_hidden])
+        n_hidden++;
+    const char **hidden = calloc(n_hidden + 2, sizeof *hidden);
+    if (!hidden) {
+        log_error("out of memory building the sandbox policy");
+        return 3;
+    }
+    size_t k = 0;
+    if (o.hide)
+        hidden[k++] = o.hide;
+    for (size_t i = 0; i < n_hidden; i++)
+        hidden[k++] = masks.hidden[i];
+    policy.hidden_paths = hidden;
+    policy.readonly_paths = (const char *const *)masks.readonly;
+    policy.home_dirs = (const char *const *)masks.homes;
+    for (size_t i = 0; masks.skipped && masks.skipped[i]; i++)
+        log_warn("%s holds the workspace: it is not masked", masks.skipped[i]);
     policy.memory_bytes = (uint64_t)o.memory_mib << 20;
     policy.max_file_bytes = (uint64_t)o.max_file_mib << 20;
+    policy.cpus = o.cpus;
+    /* What the supervisor made of the worker's cgroup, for the report. */
+    char cgroup_note[SANDBOX_DETAIL_MAX] = "";
+    const char *note = getenv("SANDPIT_CGROUP");
+    snprintf(cgroup_note, sizeof cgroup_note, "%s", note ? note : "");
+    unsetenv("SANDPIT_CGROUP");
+    policy.cgroup_note = cgroup_note;
     memset(&report, 0, sizeof report);
     int rc = sandbox_enter(&policy, &report);
     if (rc) {
@@ -154,6 +185,8 @@ int worker_main(int argc, char **argv)
     char *hello = hello_json(&report);
     rc = pyrt_serve(hello);
     free(hello);
+    free(hidden);
+    sandbox_masks_release(&masks);
     options_release(&o);
     return rc;
 }

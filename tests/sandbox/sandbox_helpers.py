@@ -19,7 +19,7 @@ import uuid
 from sandpit_testing import SANDPIT, TIMEOUT, install_spec, start, stdout_of, stop
 
 # The layers in the order the kernel and `sandpit check-sandbox` report them.
-LAYERS = ["rlimits", "user-namespace", "network-namespace", "mount-namespace",
+LAYERS = ["cgroup", "rlimits", "user-namespace", "network-namespace", "mount-namespace",
           "capabilities", "landlock", "seccomp"]
 STATES = {"pending", "active", "unavailable", "disabled", "failed"}
 
@@ -137,6 +137,7 @@ print(_j.dumps({
     "caps": {f: int(_status(f), 16) for f in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
     "seccomp": int(_status("Seccomp")),
     "no_new_privs": int(_status("NoNewPrivs")),
+    "cgroup": open("/proc/self/cgroup").read(),
     "read_outside": _open_errno(%(readable)r, "r"),
     "write_outside": _open_errno(%(writable)r, "w"),
 }))
@@ -168,7 +169,14 @@ def host_evidence():
 
 def assert_layer_evidence(layer, ev, host):
     """Asserts that what the worker observes agrees with the layer being active."""
-    if layer == "rlimits":
+    if layer == "cgroup":
+        # a group of its own in the memory hierarchy (v1) or the unified one (v2)
+        mine = [line.split(":", 2)[2] for line in ev["cgroup"].splitlines()
+                if line.split(":")[1] in ("", "memory")
+                or "memory" in line.split(":")[1].split(",")]
+        assert any(path.rsplit("/", 1)[-1].startswith("sandpit-") for path in mine), \
+            ev["cgroup"]
+    elif layer == "rlimits":
         assert ev["core"] == [0, 0]
         assert ev["nofile"][0] == ev["nofile"][1] > 0
     elif layer == "user-namespace":

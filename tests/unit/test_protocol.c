@@ -164,12 +164,21 @@ static void check_vector(const char *name)
     CHECK_STR(hex, want);
     CHECK(sign_verify(&s, parts, want, sig_len));
     /* One flipped digit, a truncated or an empty signature: rejected. */
+    char digit = want[5];
     want[5] = want[5] == '0' ? '1' : '0';
     CHECK(!sign_verify(&s, parts, want, sig_len));
     CHECK(!sign_verify(&s, parts, want, sig_len - 1));
     CHECK(!sign_verify(&s, parts, "", 0));
     /* The same digest with non-hex characters is not accepted either. */
     CHECK(!sign_verify(&s, parts, "zz", 2));
+    /* Upper case spells the same digest, but it is not the form clients send. */
+    want[5] = digit;
+    CHECK(sign_verify(&s, parts, want, sig_len));
+    char upper[SIGN_HEX_LEN + 1];
+    for (size_t i = 0; i <= SIGN_HEX_LEN; i++)
+        upper[i] = (char)(want[i] >= 'a' && want[i] <= 'f' ? want[i] - 32 : want[i]);
+    CHECK(strcmp(upper, want) != 0);
+    CHECK(!sign_verify(&s, parts, upper, sig_len));
     sign_release(&s);
     for (int i = 0; i < 4; i++)
         free(data[i]);
@@ -272,19 +281,46 @@ static struct wire_frame *signed_frames(const char *h, const char *p, const char
 
 static const char hdr[] = "{\"msg_id\":\"m1\",\"msg_type\":\"execute_request\"}";
 
-static void expect_parse_error(const char *h, const char *p, const char *m, const char *c,
-                               int want)
+/* Parses a signed message that must fail with want; returns the error sentence
+ * (a static buffer). With -EPROTO, the partial message must carry the header. */
+static const char *expect_parse_error(const char *h, const char *p, const char *m,
+                                      const char *c, int want)
 {
     struct sign s;
     sign_init(&s, "hmac-sha256", (const unsigned char *)"k", 1);
     size_t n;
     struct wire_frame *f = signed_frames(h, p, m, c, &s, &n);
     struct msg *msg = (struct msg *)1;
-    char err[128] = "";
+    static char err[128];
+    err[0] = 0;
     CHECK_INT(msg_parse(f, n, &s, &msg, err, sizeof err), want);
-    CHECK(msg == NULL);
+    if (want == -EPROTO) {
+        REQUIRE(msg != NULL);
+        CHECK_STR(msg_id(msg), "m1");
+        CHECK_STR(msg_type(msg), "execute_request");
+        CHECK_INT(msg->nidents, 1);
+        CHECK(json_is_object(msg->parent_header) &&
+              json_object_size(msg->parent_header) == 0);
+        CHECK(json_is_object(msg->content) && json_object_size(msg->content) == 0);
+        CHECK(json_is_object(msg->metadata) && json_object_size(msg->metadata) == 0);
+        msg_free(msg);
+    } else {
+        CHECK(msg == NULL);
+    }
     CHECK(err[0] != 0);
     sign_release(&s);
+    return err;
+}
+
+/* A JSON text of depth levels: [[[...]]] (caller frees). */
+static char *nested(size_t depth)
+{
+    char *t = malloc(2 * depth + 1);
+    REQUIRE(t != NULL);
+    memset(t, '[', depth);
+    memset(t + depth, ']', depth);
+    t[2 * depth] = 0;
+    return t;
 }
 
 static void test_msg_parse_malformed(void)
@@ -296,10 +332,103 @@ static void test_msg_parse_malformed(void)
     expect_parse_error("{\"msg_id\":\"m\",\"msg_type\":\"\"}", "{}", "{}", "{}",
                        -EBADMSG);
     expect_parse_error("{\"msg_type\":\"x\"}", "{}", "{}", "{}", -EBADMSG);
-    expect_parse_error(hdr, "null", "{}", "{}", -EBADMSG);
-    expect_parse_error(hdr, "{}", "\"str\"", "{}", -EBADMSG);
-    expect_parse_error(hdr, "{}", "{}", "[1,2", -EBADMSG);
-    expect_parse_error(hdr, "{}", "{}", "{\"a\":\"\\ud800\"}", -EBADMSG);
+    /* A readable header: the caller gets it, to answer the sender. */
+    expect_parse_error(hdr, "null", "{}", "{}", -EPROTO);
+    expect_parse_error(hdr, "{}", "\"str\"", "{}", -EPROTO);
+    expect_parse_error(hdr, "{}", "{}", "[1,2", -EPROTO);
+    expect_parse_error(hdr, "{}", "{}", "{\"a\":\"\\ud800\"}", -EPROTO);
+    expect_parse_error(hdr, "{}", "{}", "{\"a\":\"\\u0000\"}", -EPROTO);
+    expect_parse_error(hdr, "{}", "{}", "{\"a\":\"\xff\xfe\"}", -EPROTO);
+    expect_parse_error(hdr, "{}", "{}", "{\"a\":\"\xed\xa0\x80\"}", -EPROTO);
+    /* ... and one whose header is unreadable cannot be answered. */
+    expect_parse_error("{\"msg_id\":\"m\\u0000\",\"msg_type\":\"x\"}", "{}", "{}", "{}",
+                       -EBADMSG);
+}
+
+static void test_msg_nesting(void)
+{
+    /* At the limit: parsed. */
+    char *deep = nested(MSG_MAX_DEPTH - 1), content[2 * MSG_MAX_DEPTH + 16];
+    snprintf(content, sizeof content, "{\"a\":%s}", deep);
+    free(deep);
+    struct sign s;
+    sign_init(&s, "hmac-sha256", (const unsigned char *)"k", 1);
+    size_t n;
+    struct wire_frame *f = signed_frames(hdr, "{}", "{}", content, &s, &n);
+    struct msg *m = NULL;
+    char err[128];
+    CHECK(msg_parse(f, n, &s, &m, err, sizeof err) == 0);
+    msg_free(m);
+    sign_release(&s);
+    /* One more level, and the 1,000 to 2,047 that jansson would parse but Python's
+     * json.loads refuses: an error the sender can be told about. */
+    size_t depths[] = {MSG_MAX_DEPTH + 1, 1000, 2047, 100000};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        char *text = nested(depths[i]);
+        CHECK(strstr(expect_parse_error(hdr, "{}", text, "{}", -EPROTO),
+                     "metadata nests deeper than 256 levels") != NULL);
+        free(text);
+    }
+    /* Brackets inside strings are text, not nesting. */
+    char *text = nested(1000), *str = malloc(2000 + 16);
+    REQUIRE(str != NULL);
+    snprintf(str, 2000 + 16, "{\"a\":\"%s\\\"\"}", text);
+    sign_init(&s, "hmac-sha256", (const unsigned char *)"k", 1);
+    f = signed_frames(hdr, "{}", "{}", str, &s, &n);
+    CHECK(msg_parse(f, n, &s, &m, err, sizeof err) == 0);
+    msg_free(m);
+    sign_release(&s);
+    free(text);
+    free(str);
+    /* A deep header cannot be answered. */
+    char deep_hdr[2 * MSG_MAX_DEPTH + 64];
+    deep = nested(MSG_MAX_DEPTH);
+    snprintf(deep_hdr, sizeof deep_hdr,
+             "{\"msg_id\":\"m1\",\"msg_type\":\"execute_request\",\"x\":%s}", deep);
+    free(deep);
+    CHECK(strstr(expect_parse_error(deep_hdr, "{}", "{}", "{}", -EBADMSG),
+                 "header nests deeper") != NULL);
+}
+
+static void test_msg_replay(void)
+{
+    struct sign s;
+    sign_init(&s, "hmac-sha256", (const unsigned char *)"k", 1);
+    size_t n;
+    struct wire_frame *f = signed_frames(hdr, "{}", "{}", "{\"code\":\"1\"}", &s, &n);
+    struct msg *m = NULL;
+    char err[128];
+    REQUIRE(msg_parse(f, n, &s, &m, err, sizeof err) == 0);
+    msg_free(m);
+    /* The same frames again: refused, with no message. */
+    m = (struct msg *)1;
+    CHECK_INT(msg_parse(f, n, &s, &m, err, sizeof err), -EALREADY);
+    CHECK(m == NULL);
+    CHECK(strstr(err, "replay") != NULL);
+    /* Another message is accepted; then SIGN_HISTORY more, and the first is still
+     * refused: the history holds at least that many. */
+    char content[64];
+    for (int i = 0; i <= SIGN_HISTORY; i++) {
+        snprintf(content, sizeof content, "{\"code\":\"%d\"}", i + 2);
+        f = signed_frames(hdr, "{}", "{}", content, &s, &n);
+        m = NULL;
+        int rc = msg_parse(f, n, &s, &m, err, sizeof err);
+        if (rc != 0) {
+            CHECK_INT(rc, 0);
+            break;
+        }
+        msg_free(m);
+    }
+    f = signed_frames(hdr, "{}", "{}", "{\"code\":\"1\"}", &s, &n);
+    CHECK_INT(msg_parse(f, n, &s, &m, err, sizeof err), -EALREADY);
+    /* A replay of a message with an unreadable part is refused as well. */
+    f = signed_frames(hdr, "{}", "{}", "[", &s, &n);
+    m = NULL;
+    CHECK_INT(msg_parse(f, n, &s, &m, err, sizeof err), -EPROTO);
+    msg_free(m);
+    m = NULL;
+    CHECK_INT(msg_parse(f, n, &s, &m, err, sizeof err), -EALREADY);
+    sign_release(&s);
 }
 
 static void test_msg_bad_signature(void)
@@ -401,6 +530,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_wire_split),
     TESTING_CASE(test_wire_malformed),
     TESTING_CASE(test_msg_parse_malformed),
+    TESTING_CASE(test_msg_nesting),
+    TESTING_CASE(test_msg_replay),
     TESTING_CASE(test_msg_bad_signature),
     TESTING_CASE(test_msg_round_trip),
     TESTING_CASE(test_msg_date),

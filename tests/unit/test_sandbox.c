@@ -7,6 +7,7 @@
  * and assert the outcome, then cleans up. A child counts its own failures (EXPECT_*) and
  * exits non-zero if any; the test then fails with the child's messages above it.
  */
+#include "sandbox/cgroup.h"
 #include "sandbox/internal.h"
 #include "sandbox/sandbox.h"
 #include "testing.h"
@@ -321,12 +322,11 @@ static void test_report_names_and_print(void)
 {
     struct sandbox_report r;
     sandbox_report_init(&r);
-    CHECK_INT(r.n, 7);
+    CHECK_INT(r.n, 8);
     static const char *const names[] = {
-        "rlimits",         "user-namespace", "network-namespace",
-        "mount-namespace", "capabilities",   "landlock",
-        "seccomp"};
-    for (size_t i = 0; i < 7; i++) {
+        "cgroup",          "rlimits",      "user-namespace", "network-namespace",
+        "mount-namespace", "capabilities", "landlock",       "seccomp"};
+    for (size_t i = 0; i < 8; i++) {
         CHECK_STR(r.layers[i].name, names[i]);
         CHECK_INT(r.layers[i].state, SANDBOX_PENDING);
         CHECK(sandbox_report_find(&r, names[i]) == &r.layers[i]);
@@ -352,7 +352,7 @@ static void test_report_names_and_print(void)
     REQUIRE(f);
     sandbox_report_print(&r, f);
     fclose(f);
-    CHECK(strstr(text, "sandbox: rlimits           active: data 1; more") == text);
+    CHECK(strstr(text, "sandbox: cgroup            active: data 1; more") == text);
     CHECK(strstr(text, "sandbox: seccomp           pending\n") != NULL);
     free(text);
 
@@ -411,10 +411,11 @@ static void body_rlimits(const struct env *e)
     EXPECT_INT(sandbox__rlimits_apply(&p, &r.layers[SANDBOX_LAYER_RLIMITS]), 0);
     EXPECT_INT(r.layers[SANDBOX_LAYER_RLIMITS].state, SANDBOX_ACTIVE);
     /* An AddressSanitizer build leaves the memory limit out, and says so. */
-    EXPECT(strstr(r.layers[0].detail,
+    EXPECT(strstr(r.layers[SANDBOX_LAYER_RLIMITS].detail,
                   UNDER_ASAN ? "data unlimited, file size 1 MiB, open files 100"
                              : "data 512 MiB, file size 1 MiB, open files 100") != NULL);
-    EXPECT(!UNDER_ASAN || strstr(r.layers[0].detail, "memory limit not applied") != NULL);
+    EXPECT(!UNDER_ASAN || strstr(r.layers[SANDBOX_LAYER_RLIMITS].detail,
+                                 "memory limit not applied") != NULL);
     struct {
         int res;
         rlim_t want;
@@ -542,7 +543,7 @@ static void body_netns(const struct env *e)
     /* The namespaces alone: no Landlock, no seccomp, to see this layer by itself. */
     EXPECT_INT(sandbox__namespaces_enter(&p, &r.layers[SANDBOX_LAYER_USERNS],
                                          &r.layers[SANDBOX_LAYER_NETNS],
-                                         &r.layers[SANDBOX_LAYER_MOUNTNS]),
+                                         &r.layers[SANDBOX_LAYER_MOUNTNS], false),
                0);
     EXPECT_INT(r.layers[SANDBOX_LAYER_NETNS].state, SANDBOX_ACTIVE);
 
@@ -1240,6 +1241,115 @@ static void test_seccomp_kills_other_abis(void)
 }
 #endif
 
+/* --- cgroup ------------------------------------------------------------------------- */
+
+static const char self_v1[] = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/cc25\n"
+                              "2:cpu,cpuacct:/a/b\n0::/\n";
+static const char mounts_v1[] =
+    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:9 - cgroup cgroup "
+    "rw,cpu,cpuacct\n"
+    "34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "38 30 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+static const char self_v2[] = "0::/user.slice/user-1000.slice/session-2.scope\n";
+static const char mounts_v2[] =
+    "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+    "30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
+/* A container that sees only its part of the v1 memory hierarchy. */
+static const char self_ct[] = "4:memory:/docker/abc/inner\n";
+static const char mounts_ct[] =
+    "50 40 0:31 /docker/abc /sys/fs/cgroup/memory ro - cgroup "
+    "cgroup rw,memory\n";
+
+static void test_cgroup_locate(void)
+{
+    char dir[256];
+    CHECK_INT(sandbox__cgroup_locate(self_v1, mounts_v1, 1, "memory", dir, sizeof dir),
+              0);
+    CHECK_STR(dir, "/sys/fs/cgroup/memory/process_api/cc25");
+    CHECK_INT(sandbox__cgroup_locate(self_v1, mounts_v1, 1, "pids", dir, sizeof dir), 0);
+    CHECK_STR(dir, "/sys/fs/cgroup/pids");
+    CHECK_INT(sandbox__cgroup_locate(self_v1, mounts_v1, 1, "cpu", dir, sizeof dir), 0);
+    CHECK_STR(dir, "/sys/fs/cgroup/cpu,cpuacct/a/b");
+    CHECK_INT(sandbox__cgroup_locate(self_v1, mounts_v1, 1, "cpuset", dir, sizeof dir),
+              -ENOENT);
+    CHECK_INT(sandbox__cgroup_locate(self_v1, mounts_v1, 2, NULL, dir, sizeof dir), 0);
+    CHECK_STR(dir, "/sys/fs/cgroup/unified");
+    CHECK_INT(sandbox__cgroup_locate(self_v2, mounts_v2, 2, NULL, dir, sizeof dir), 0);
+    CHECK_STR(dir, "/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope");
+    CHECK_INT(sandbox__cgroup_locate(self_v2, mounts_v2, 1, "memory", dir, sizeof dir),
+              -ENOENT);
+    CHECK_INT(sandbox__cgroup_locate(self_ct, mounts_ct, 1, "memory", dir, sizeof dir),
+              0);
+    CHECK_STR(dir, "/sys/fs/cgroup/memory/inner");
+    /* a mount of another part of the hierarchy does not show ours */
+    CHECK_INT(sandbox__cgroup_locate("4:memory:/elsewhere\n", mounts_ct, 1, "memory", dir,
+                                     sizeof dir),
+              -ENOENT);
+    CHECK_INT(sandbox__cgroup_locate(self_v1, mounts_v1, 1, "memory", dir, 10),
+              -ENAMETOOLONG);
+    CHECK_INT(sandbox__cgroup_locate("", "", 2, NULL, dir, sizeof dir), -ENOENT);
+    CHECK_INT(sandbox_cgroup_memory_limit(0), 0);
+    CHECK_INT(sandbox_cgroup_memory_limit(256ull << 20), 320ull << 20);
+    CHECK_INT(sandbox_cgroup_memory_limit(2ull << 30), (2ull << 30) + (256ull << 20));
+}
+
+/* The supervisor's part and the worker's, in one test: a group is made, a child joins
+ * it and reports it, and it is gone once the child has ended. */
+static void test_cgroup_for_a_worker(void)
+{
+    struct sandbox_cgroup cg;
+    struct sandbox_cgroup_limits lim = {256ull << 20, 64, 0.5};
+    if (sandbox_cgroup_create(&cg, 7, &lim) < 0) {
+        fprintf(stderr,
+                "    no cgroup on this machine (%s): only the report is checked\n",
+                cg.detail);
+        CHECK(cg.detail[0] != 0);
+        CHECK(cg.version == 0 && cg.dirs[0] == NULL);
+        struct sandbox_policy p;
+        struct sandbox_layer l = {"cgroup", SANDBOX_PENDING, ""};
+        bool counted = true;
+        sandbox_policy_init(&p);
+        p.memory_bytes = 256ull << 20;
+        p.cgroup_note = cg.detail;
+        CHECK_INT(sandbox__cgroup_check(&p, &l, &counted), 0);
+        CHECK(!counted && l.state == SANDBOX_UNAVAILABLE);
+        CHECK(strstr(l.detail, "covers private memory only") != NULL);
+        return;
+    }
+    CHECK(strstr(cg.detail, "sandpit-") != NULL);
+    char mem_dir[4096];
+    snprintf(mem_dir, sizeof mem_dir, "%s", cg.dirs[SANDBOX_CGROUP_MEMORY]);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int rc = sandbox_cgroup_join(&cg);
+        struct sandbox_policy p;
+        struct sandbox_layer l = {"cgroup", SANDBOX_PENDING, ""};
+        bool counted = false;
+        sandbox_policy_init(&p);
+        p.memory_bytes = 256ull << 20;
+        sandbox__cgroup_check(&p, &l, &counted);
+        fprintf(stderr, "    child: %s %s\n", sandbox_state_name(l.state), l.detail);
+        bool ok = rc == 0 &&
+                  l.state == (UNDER_ASAN ? SANDBOX_UNAVAILABLE : SANDBOX_ACTIVE) &&
+                  strstr(l.detail, "tasks 64") != NULL &&
+                  (UNDER_ASAN || (counted && strstr(l.detail, "memory 320 MiB")));
+        _exit(ok ? 0 : 1);
+    }
+    sandbox_cgroup_started(&cg, pid);
+    CHECK(cg.procs[0] == -1);
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(!sandbox_cgroup_memory_killed(&cg));
+    CHECK_INT(sandbox_cgroup_remove(&cg), 0);
+    CHECK(access(mem_dir, F_OK) < 0 && errno == ENOENT);
+    CHECK(cg.version == 0 && cg.dirs[0] == NULL);
+    sandbox_cgroup_release(&cg);
+}
+
 /* --- both stages ------------------------------------------------------------------- */
 
 static void body_full(const struct env *e)
@@ -1250,7 +1360,9 @@ static void body_full(const struct env *e)
     p.memory_bytes = UNDER_ASAN ? 0 : 1ull << 30;
     p.max_file_bytes = 16 << 20;
     enter_and_lock(e, &p, &r);
-    for (size_t i = 0; i < r.n; i++)
+    /* The cgroup is the supervisor's to make (test_cgroup_for_a_worker); a test
+     * process is in none of its own. */
+    for (size_t i = SANDBOX_LAYER_RLIMITS; i < r.n; i++)
         if (r.layers[i].state != SANDBOX_ACTIVE) {
             fprintf(stderr, "    expected every layer active on this machine:\n");
             sandbox_report_print(&r, stderr);
@@ -1335,14 +1447,17 @@ static void body_probe_honest(const struct env *e)
     struct sandbox_report probed, r;
     policy_for(e, &p);
     EXPECT_INT(sandbox_probe(&p, &probed), 0);
-    EXPECT_INT(probed.n, 7);
+    EXPECT_INT(probed.n, 8);
     /* the probe ran in a child: this process is untouched */
     EXPECT_INT(prctl(PR_GET_SECCOMP, 0, 0, 0, 0), 0);
     EXPECT(thread_runs());
 
     sandbox_report_init(&r);
     EXPECT_INT(sandbox_enter(&p, &r), 0);
-    for (size_t i = 0; i < SANDBOX_LAYER_SECCOMP; i++)
+    /* The probe's child was in a group made for it, as a worker is; this process is
+     * not, and says so. */
+    EXPECT(r.layers[SANDBOX_LAYER_CGROUP].state == SANDBOX_UNAVAILABLE);
+    for (size_t i = SANDBOX_LAYER_RLIMITS; i < SANDBOX_LAYER_SECCOMP; i++)
         EXPECT_INT(r.layers[i].state, probed.layers[i].state);
     if (probed.layers[SANDBOX_LAYER_NETNS].state == SANDBOX_ACTIVE) {
         struct if_nameindex *ifs = if_nameindex();
@@ -1417,6 +1532,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_seccomp_kills_other_abis),
 #endif
     TESTING_CASE(test_full_sandbox),
+    TESTING_CASE(test_cgroup_locate),
+    TESTING_CASE(test_cgroup_for_a_worker),
     TESTING_CASE(test_enter_refuses_a_threaded_process),
     TESTING_CASE(test_probe_claims_only_what_holds),
     TESTING_CASE(test_probe_network_on_and_off_claims_nothing),

@@ -7,6 +7,7 @@
  * PermissionError, OSError(EFBIG) and MemoryError, and that an interrupt from outside
  * still reaches the sandboxed interpreter.
  */
+#include "sandbox/cgroup.h"
 #include "sandbox/sandbox.h"
 #include "testing.h"
 
@@ -44,6 +45,7 @@ struct env {
     char *cells; /* the fixture, read before the sandbox hides it */
     int listen_fd, port;
     int ready[2]; /* the child writes a byte when it waits for the interrupt */
+    struct sandbox_cgroup cgroup; /* as the supervisor makes one; version 0: none */
 };
 
 static char *read_all(const char *path)
@@ -127,6 +129,7 @@ static _Noreturn void worker(const struct env *e)
     if (chdir(e->ws) < 0)
         _exit(10);
 
+    sandbox_cgroup_join(&e->cgroup);
     struct sandbox_policy p;
     struct sandbox_report r;
     sandbox_policy_init(&p);
@@ -135,6 +138,7 @@ static _Noreturn void worker(const struct env *e)
     /* As the worker does: Debian's site-packages configuration lives here. */
     static const char *const python_paths[] = {"/etc/python" SANDPIT_PY_SHORT, NULL};
     p.ro_paths = python_paths;
+    p.cgroup_note = e->cgroup.detail;
     p.memory_bytes = UNDER_ASAN ? 0 : 2ull << 30;
     p.max_file_bytes = 1 << 20;
     sandbox_report_init(&r);
@@ -153,7 +157,9 @@ static _Noreturn void worker(const struct env *e)
         sandbox_report_print(&r, stderr);
         _exit(13);
     }
-    for (size_t i = 0; i < r.n; i++)
+    /* Every layer, and the cgroup where this machine gives one (without, the
+     * fallbacks are in force and the interpreter must work under them too). */
+    for (size_t i = e->cgroup.version ? 0 : SANDBOX_LAYER_RLIMITS; i < r.n; i++)
         if (r.layers[i].state != SANDBOX_ACTIVE) {
             sandbox_report_print(&r, stderr);
             _exit(14);
@@ -186,11 +192,17 @@ static void test_python_under_the_sandbox(void)
 {
     struct env e;
     env_init(&e);
+    struct sandbox_cgroup_limits lim = {UNDER_ASAN ? 0 : 2ull << 30, SANDBOX_MAX_TASKS,
+                                        0};
+    if (sandbox_cgroup_create(&e.cgroup, 1, &lim) < 0)
+        fprintf(stderr, "    no cgroup here (%s): the worker runs without\n",
+                e.cgroup.detail);
     fflush(NULL);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0)
         worker(&e);
+    sandbox_cgroup_started(&e.cgroup, pid);
     close(e.ready[1]);
     e.ready[1] = -1;
 
@@ -212,6 +224,8 @@ static void test_python_under_the_sandbox(void)
         fprintf(stderr, "    worker exited with %d (see the step in worker())\n",
                 WEXITSTATUS(status));
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(!e.cgroup.version || sandbox_cgroup_remove(&e.cgroup) == 0);
+    sandbox_cgroup_release(&e.cgroup);
     struct stat st;
     CHECK(stat("/tmp/sandpit-escaped", &st) < 0);
     env_release(&e);

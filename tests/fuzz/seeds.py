@@ -1,0 +1,113 @@
+"""Writes the seed corpus of the fuzz harnesses into tests/fuzz/corpus/, as files named
+seed-* (run it again after changing a harness's input format). The other files there
+(named by their SHA-1) are what ten minutes of `make fuzz` per harness found that
+adds coverage, merged in with `build-fuzz/fuzz_<name> -merge=1 tests/fuzz/corpus/<name>
+build-fuzz/corpus/<name>`; an input that crashed a harness would be kept there too,
+as crash-*, once fixed.
+
+    /usr/bin/python3 tests/fuzz/seeds.py
+"""
+
+import hashlib
+import hmac
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEP = b"\x1e"  # the frame separator of fuzz_frames.h
+
+
+def write(target, name, data):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def header(msg_type, msg_id="m1"):
+    return json.dumps({"msg_id": msg_id, "msg_type": msg_type, "session": "s",
+                       "username": "u", "date": "2024-01-02T03:04:05.000006Z",
+                       "version": "5.3"}).encode()
+
+
+def sign(parts, key=b"k"):
+    h = hmac.new(key, digestmod=hashlib.sha256)
+    for p in parts:
+        h.update(p)
+    return h.hexdigest().encode()
+
+
+def message(parts, idents=(b"client",), buffers=(), signature=None):
+    sig = sign(parts) if signature is None else signature
+    return SEP.join(list(idents) + [b"<IDS|MSG>", sig] + list(parts) + list(buffers))
+
+
+execute = [header("execute_request"), b"{}", b"{}",
+           json.dumps({"code": "print('hi')", "silent": False}).encode()]
+messages = {
+    "execute": message(execute),
+    "kernel-info": message([header("kernel_info_request"), b"{}", b"{}", b"{}"]),
+    "no-idents": message(execute, idents=()),
+    "many-idents": message(execute, idents=[b"i%d" % i for i in range(40)]),
+    "buffers": message([header("comm_msg"), b"{}", b"{}",
+                        b'{"comm_id": "c", "data": {}}'], buffers=[b"\x00\x01", b""]),
+    "unicode": message([header("execute_request"), b"{}", b"{}",
+                        '{"code": "s = \'\u00e9\u4e2d\U0001f600\'"}'.encode()]),
+    "escapes": message([header("execute_request"), b"{}", b"{}",
+                        b'{"code": "\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\"}']),
+    "nul": message([header("execute_request"), b"{}", b"{}", b'{"code": "\\u0000"}']),
+    "surrogate": message([header("execute_request"), b"{}", b"{}",
+                          b'{"code": "\\ud800"}']),
+    "not-utf8": message([header("execute_request"), b"{}", b"{}", b'{"code": "\xff"}']),
+    "deep": message([header("execute_request"), b"{}", b"[" * 300 + b"]" * 300,
+                     b"{}"]),
+    "deep-string": message([header("execute_request"), b"{}", b"{}",
+                            b'{"code": "' + b"[" * 300 + b'\\""}']),
+    "compact": message([b'{"msg_id":"m1","msg_type":"x"}', b"{}", b"{}", b"{}"]),
+    "parent": message([header("input_reply", "m2"),
+                       header("input_request"), b'{"a": [1, 2.5, null, true]}',
+                       b'{"value": "x"}']),
+    "no-type": message([b'{"msg_id": "m"}', b"{}", b"{}", b"{}"]),
+    "not-object": message([b"[]", b"{}", b"{}", b"{}"]),
+    "too-few": SEP.join([b"<IDS|MSG>", b"sig", b"{}", b"{}"]),
+    "no-delimiter": SEP.join([b"a", b"b", b"{}", b"{}", b"{}", b"{}"]),
+    "upper-sig": message(execute, signature=sign(execute).upper()),
+    "empty": b"",
+}
+for name, data in messages.items():
+    write("wire", name, data)
+    write("msg", "harness-signs-" + name, b"\x01" + data)
+for name in ("execute", "kernel-info", "upper-sig", "buffers"):
+    write("msg", "as-given-" + name, b"\x00" + messages[name])
+write("msg", "unsigned-execute", b"\x02" + message(execute, signature=b""))
+
+conn = {"shell_port": 5001, "iopub_port": 5002, "stdin_port": 5003,
+        "control_port": 5004, "hb_port": 5005, "ip": "127.0.0.1", "key": "a0436f6c-1916",
+        "transport": "tcp", "signature_scheme": "hmac-sha256", "kernel_name": "sandpit"}
+write("connection", "good", json.dumps(conn).encode())
+write("connection", "ipc", json.dumps(dict(conn, transport="ipc", ip="/tmp/k")).encode())
+write("connection", "ipv6", json.dumps(dict(conn, ip="::1")).encode())
+write("connection", "long-ip", json.dumps(dict(conn, ip="x" * 200)).encode())
+write("connection", "no-key", json.dumps({k: v for k, v in conn.items() if k != "key"}).encode())
+write("connection", "bad-port", json.dumps(dict(conn, hb_port=70000)).encode())
+write("connection", "duplicate", b'{"ip": "a", "ip": "b"}')
+write("connection", "scheme", json.dumps(dict(conn, signature_scheme="hmac-md5")).encode())
+write("connection", "not-object", b"[1, 2]")
+
+
+def frame(js, buffers=()):
+    body = struct.pack("=I", len(js)) + js
+    for b in buffers:
+        body += struct.pack("=I", len(b)) + b
+    return struct.pack("=I", len(body)) + body
+
+
+stream = frame(b'{"type": "hello"}') + frame(b'{"type": "iopub"}', [b"abc", b""])
+write("link", "two-frames-whole", b"\xff" + stream)
+write("link", "two-frames-bytewise", b"\x00" + stream)
+write("link", "truncated", b"\x07" + stream[:-3])
+write("link", "bad-inner-length", b"\xff" + struct.pack("=II", 8, 100) + b"xxxx")
+write("link", "too-large", b"\xff" + struct.pack("=I", 0xFFFFFFFF))
+write("link", "too-small", b"\xff" + struct.pack("=I", 2) + b"xx")
+write("link", "many-buffers", b"\xff" + frame(b"{}", [b"b"] * 70))
