@@ -8,9 +8,12 @@
 #include "kernel/supervisor/kernel.h"
 
 void handlers_kernel_info(struct kernel *k, struct request *req);
+/* connect_request: the five ports of the connection file. */
+void handlers_connect(struct kernel *k, struct request *req);
 void handlers_history(struct kernel *k, struct request *req);
-/* shutdown_request: the kernel ends (the loop stops), or with restart true,
- * the worker is replaced and the history starts a new session. */
+/* shutdown_request: the kernel ends (the loop stops), whatever restart says;
+ * with restart true and metadata {"sandpit": {"in_place": true}}, the worker
+ * is replaced instead and the history starts a new session. */
 void handlers_shutdown(struct kernel *k, struct request *req);
 void handlers_interrupt(struct kernel *k, struct request *req);
 void handlers_create_subshell(struct kernel *k, struct request *req);

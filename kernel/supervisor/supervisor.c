@@ -353,6 +353,7 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
         return -ENOMEM;
     respawn_init(&s->respawn, &s->k, s->child, s->loop, opts);
     s->k.loop = s->loop;
+    memcpy(s->k.ports, s->conn.ports, sizeof s->k.ports);
     s->k.io = (struct kernel_io){
         .ctx = s,
         .send = io_send,
