@@ -101,6 +101,27 @@ void handlers_history(struct kernel *k, struct request *req)
     outbox_reply(k, req, "history_reply", &c, NULL);
 }
 
+void handlers_worker_history(struct kernel *k, const struct link_history *f)
+{
+    char err[256];
+    struct history_query q;
+    json_t *list = history_query_parse(f->query, &q, err, sizeof err) == 0
+                       ? history_query(&k->history, &q, HANDLERS_WORKER_HISTORY_ENTRIES,
+                                       HANDLERS_WORKER_HISTORY_BYTES, err, sizeof err)
+                       : NULL;
+    if (!list)
+        log_info("the worker's history query was refused: %s", err);
+    json_t *w = link_history_reply_build(
+        &(struct link_history_reply){.id = f->id,
+                                     .history = list,
+                                     .error = list ? NULL : err,
+                                     .session = k->history.session});
+    if (w)
+        k->io.to_worker(k->io.ctx, w, NULL);
+    json_decref(w);
+    json_decref(list);
+}
+
 void handlers_shutdown(struct kernel *k, struct request *req)
 {
     bool restart = json_is_true(json_object_get(req->msg->content, "restart"));
