@@ -108,7 +108,7 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
              python3-comm python3-ipywidgets jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
-             jupyter-server python3-jupyter-server python3-websocket nodejs jq
+             jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
 # services), pinned by tests/node/package-lock.json.

@@ -250,7 +250,13 @@ static int prepare_folders(struct supervisor *s)
     free(opts->workspace);
     if (!(opts->workspace = strdup(real)))
         return -ENOMEM;
-    int rc = tmpdir_make(&s->tmpdir);
+    char err[PATH_MAX + 256];
+    int rc = options_resolve_paths(opts, err, sizeof err);
+    if (rc) {
+        log_error("%s", err);
+        return rc;
+    }
+    rc = tmpdir_make(&s->tmpdir);
     if (rc) {
         log_error("cannot make a private temporary folder: %s", strerror(-rc));
         return rc;

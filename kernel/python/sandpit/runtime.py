@@ -254,6 +254,19 @@ def _figure_formatters(fig):
     return figures.formatters(fig)
 
 
+def add_site_dir(path):
+    """Puts a site-packages folder (--venv's) and what its .pth files name on
+    sys.path, before the system's packages, as a virtual environment's own
+    Python has them. Called by the worker before the preloads."""
+    import site
+    before = list(sys.path)
+    site.addsitedir(path)
+    added = [p for p in sys.path if p not in before]
+    first_site = next((i for i, p in enumerate(before)
+                       if p.endswith(("site-packages", "dist-packages"))), len(before))
+    sys.path[:] = before[:first_site] + added + before[first_site:]
+
+
 def prepare_lock():
     """Runs before the seccomp filter: whatever needs a process or a new
     file once, and the user's namespace."""
