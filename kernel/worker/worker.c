@@ -35,8 +35,9 @@ static const char *const python_ro_paths[] = {
     "/usr", "/lib", "/lib64", "/etc/python" SANDPIT_PY_SHORT, NULL,
 };
 
-#define PTH_PATHS_MAX 64 /* folders named by a venv's .pth files that are made readable  \
-                          */
+#define PTH_PATHS_MAX                                                                    \
+    64 /* folders named by a venv's .pth files that are made readable                    \
+        */
 
 static void free_paths(char **v)
 {
