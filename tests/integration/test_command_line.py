@@ -147,3 +147,14 @@ def test_list_and_uninstall(tmp_path):
     assert sandpit("uninstall", "--user", "--name", "sp-plain", env=env).returncode == 0
     assert not (user / "kernels" / "sp-plain").exists()
     assert "sp-agent" not in sandpit("list", env=env).stdout
+
+
+def test_a_command_that_fails_exits_1(tmp_path):
+    """The command line is right, but what it needs cannot be had."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(blocker / "runtime"))
+    for args in (("mcp", "--workspace", str(tmp_path)), ("start", "--workspace",
+                                                         str(tmp_path))):
+        proc = sandpit(*args, env=env)
+        assert proc.returncode == 1 and "cannot use" in proc.stderr, (args, proc.stderr)
