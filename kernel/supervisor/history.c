@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernel/fsutil.h"
 #include "kernel/log.h"
@@ -157,8 +158,14 @@ int history_open(struct history *h, const char *path)
         *slash = 0;
         fsutil_mkdir_p(dir, 0700); /* if it fails, opening says why */
     }
+    struct stat st;
+    bool fresh = stat(path, &st) != 0;
     if (open_db(path, &h->db, why, sizeof why) == SQLITE_OK &&
         begin_session(h, 0, why, sizeof why) == SQLITE_DONE) {
+        /* Cells hold what users type, secrets too: a new database is theirs
+         * alone (its journal files take its mode). */
+        if (fresh)
+            chmod(path, 0600);
         if ((h->path = strdup(path)))
             return 0;
         snprintf(why, sizeof why, "out of memory");

@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "kernel/options.h"
 #include "kernel/supervisor/history.h"
@@ -157,6 +158,9 @@ static void test_history_outlives_the_process_in_its_file(void)
     struct history h;
     REQUIRE(history_open(&h, path) == 0);
     CHECK(h.path != NULL); /* kept in the file */
+    struct stat st;
+    REQUIRE(stat(path, &st) == 0);
+    CHECK_INT(st.st_mode & 0777, 0600); /* the user's alone */
     history_add(&h, 1, "first = 1");
     history_add(&h, 2, "first");
     history_set_output(&h, 2, "1");
