@@ -25,7 +25,7 @@ BUILD    := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
-PKGS     := libzmq jansson libcrypto libseccomp
+PKGS     := libzmq jansson libcrypto libseccomp sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Python's headers are not ours to keep warning-free: include them as system ones.
@@ -100,7 +100,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
 DEB_BUILD := gcc make pkg-config libzmq3-dev libjansson-dev libssl-dev libseccomp-dev \
-             python3-dev clang-format
+             libsqlite3-dev python3-dev clang-format
 # clang and its runtime build the fuzz harnesses (libFuzzer), for the tests only.
 DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
@@ -108,7 +108,7 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
              python3-comm python3-ipywidgets jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
-             jupyter-server python3-jupyter-server python3-websocket nodejs jq
+             jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
 # services), pinned by tests/node/package-lock.json.

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,4 +58,19 @@ void fsutil_remove_tree(const char *path)
         closedir(d);
     }
     rmdir(path);
+}
+
+int fsutil_jupyter_data_dir(char *out, size_t len)
+{
+    const char *v;
+    int n;
+    if ((v = getenv("JUPYTER_DATA_DIR")) && *v)
+        n = snprintf(out, len, "%s", v);
+    else if ((v = getenv("XDG_DATA_HOME")) && *v)
+        n = snprintf(out, len, "%s/jupyter", v);
+    else if ((v = getenv("HOME")) && *v)
+        n = snprintf(out, len, "%s/.local/share/jupyter", v);
+    else
+        return -ENOENT;
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -1,6 +1,7 @@
 /* fsutil: the file-system chores that several modules share: making a folder
- * with its parents (the worker's caches, a kernelspec, the font cache) and
- * removing a tree that the kernel made (its private temporary folder).
+ * with its parents (the worker's caches, a kernelspec, the font cache),
+ * removing a tree that the kernel made (its private temporary folder), and
+ * finding the user's Jupyter data folder (kernelspecs, the history).
  * Paths are borrowed; nothing here keeps memory. */
 #ifndef SANDPIT_FSUTIL_H
 #define SANDPIT_FSUTIL_H
@@ -15,5 +16,10 @@ int fsutil_mkdir_p(const char *path, mode_t mode);
  * (the sandboxed code can put links in it). Errors are ignored: what cannot
  * be removed stays. */
 void fsutil_remove_tree(const char *path);
+
+/* The user's Jupyter data folder, as jupyter_core finds it: JUPYTER_DATA_DIR,
+ * else XDG_DATA_HOME/jupyter, else ~/.local/share/jupyter. 0, -ENOENT (no
+ * HOME) or -ENAMETOOLONG. */
+int fsutil_jupyter_data_dir(char *out, size_t len);
 
 #endif

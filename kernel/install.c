@@ -3,7 +3,9 @@
  * Where it goes follows `jupyter kernelspec install`: --user puts it in the
  * user's Jupyter data folder (JUPYTER_DATA_DIR, else XDG_DATA_HOME/jupyter,
  * else ~/.local/share/jupyter), --prefix DIR under DIR/share/jupyter, and by
- * default the system-wide /usr/local/share/jupyter. The kernel's options
+ * default the system-wide /usr/local/share/jupyter. Relative folders among
+ * the options (--venv, --read, --history) are made absolute: the kernel
+ * starts in the notebook's folder, not in this one. The kernel's options
  * (limits, sandbox, network) are written into argv, so a kernelspec is a
  * complete description of how its kernels run. */
 #include "kernel/install.h"
@@ -26,7 +28,10 @@ static void usage(FILE *f)
         f, "usage: sandpit install [--user | --prefix DIR] [--name NAME]\n"
            "                       [--display-name TEXT] [--profile default|agent]\n"
            "                       [--interrupt-mode message|signal] [kernel options]\n\n"
-           "Writes a Jupyter kernelspec that starts this sandpit binary.\n\n"
+           "Writes a Jupyter kernelspec that starts this sandpit binary: for every user\n"
+           "(in /usr/local/share/jupyter) unless --user (the Jupyter data folder) or\n"
+           "--prefix DIR (DIR/share/jupyter) says otherwise. `sandpit list` shows the\n"
+           "kernelspecs installed, `sandpit uninstall` removes one.\n\n"
            "kernel options (written into the kernelspec's argv):\n");
     options_usage(f);
 }
@@ -45,26 +50,33 @@ static int write_file(const char *dir, const char *name, const void *data, size_
     return 0;
 }
 
-static int data_dir(bool user, const char *prefix, char *out, size_t len)
+int install_data_dir(bool user, const char *prefix, char *out, size_t len)
 {
-    const char *v;
+    int n;
     if (prefix)
-        return snprintf(out, len, "%s/share/jupyter", prefix) < (int)len ? 0
-                                                                         : -ENAMETOOLONG;
-    if (!user)
-        return snprintf(out, len, "/usr/local/share/jupyter") < (int)len ? 0
-                                                                         : -ENAMETOOLONG;
-    if ((v = getenv("JUPYTER_DATA_DIR")) && *v)
-        return snprintf(out, len, "%s", v) < (int)len ? 0 : -ENAMETOOLONG;
-    if ((v = getenv("XDG_DATA_HOME")) && *v)
-        return snprintf(out, len, "%s/jupyter", v) < (int)len ? 0 : -ENAMETOOLONG;
-    if (!(v = getenv("HOME")) || !*v)
-        return -ENOENT;
-    return snprintf(out, len, "%s/.local/share/jupyter", v) < (int)len ? 0
-                                                                       : -ENAMETOOLONG;
+        n = snprintf(out, len, "%s/share/jupyter", prefix);
+    else if (!user)
+        n = snprintf(out, len, "%s", INSTALL_SYSTEM_DIR);
+    else
+        return fsutil_jupyter_data_dir(out, len);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static bool valid_name(const char *name)
+/* What the install option a needs after it, or NULL if a takes no value. */
+static const char *install_value_name(const char *a)
+{
+    static const char *const takes[][2] = {
+        {"--prefix", "a folder"},          {"--name", "a name"},
+        {"--display-name", "a text"},      {"--interrupt-mode", "message or signal"},
+        {"--profile", "default or agent"},
+    };
+    for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
+        if (strcmp(a, takes[i][0]) == 0)
+            return takes[i][1];
+    return NULL;
+}
+
+bool install_valid_name(const char *name)
 {
     if (!*name || strlen(name) > 64)
         return false;
@@ -80,7 +92,7 @@ int install_main(int argc, char **argv)
     bool user = false, agent = false;
     const char *prefix = NULL, *name = NULL, *display = NULL, *interrupt_mode = "message";
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, status = 1;
+    int nrest = 0, status = 2; /* until the command line has been read */
     struct options o;
     options_init(&o);
     if (!rest)
@@ -89,21 +101,26 @@ int install_main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *what = install_value_name(a);
+        if (what && !next) {
+            fprintf(stderr, "sandpit install: %s needs %s\n", a, what);
+            goto out;
+        }
         if (strcmp(a, "--user") == 0) {
             user = true;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             status = 0;
             goto out;
-        } else if (strcmp(a, "--prefix") == 0 && next) {
+        } else if (strcmp(a, "--prefix") == 0) {
             prefix = argv[++i];
-        } else if (strcmp(a, "--name") == 0 && next) {
+        } else if (strcmp(a, "--name") == 0) {
             name = argv[++i];
-        } else if (strcmp(a, "--display-name") == 0 && next) {
+        } else if (strcmp(a, "--display-name") == 0) {
             display = argv[++i];
-        } else if (strcmp(a, "--interrupt-mode") == 0 && next) {
+        } else if (strcmp(a, "--interrupt-mode") == 0) {
             interrupt_mode = argv[++i];
-        } else if (strcmp(a, "--profile") == 0 && next) {
+        } else if (strcmp(a, "--profile") == 0) {
             const char *p = argv[++i];
             char perr[128];
             if (options_apply_profile(&o, p, perr, sizeof perr)) {
@@ -123,9 +140,10 @@ int install_main(int argc, char **argv)
         fprintf(stderr, "sandpit install: --interrupt-mode takes message or signal\n");
         goto out;
     }
-    char err[256];
+    char err[PATH_MAX + 256];
     if (options_parse(&o, nrest, rest, err, sizeof err) ||
-        options_check(&o, err, sizeof err)) {
+        options_check(&o, err, sizeof err) ||
+        options_resolve_paths(&o, err, sizeof err)) {
         fprintf(stderr, "sandpit install: %s\n", err);
         goto out;
     }
@@ -133,13 +151,14 @@ int install_main(int argc, char **argv)
         name = agent ? "sandpit-agent" : "sandpit";
     if (!display)
         display = agent ? "Python 3 (sandpit, agent)" : "Python 3 (sandpit)";
-    if (!valid_name(name)) {
+    if (!install_valid_name(name)) {
         fprintf(stderr,
                 "sandpit install: a kernel name uses only letters, digits, -, _ "
                 "and . (\"%s\")\n",
                 name);
         goto out;
     }
+    status = 1; /* the command line was right: what fails now is a failure */
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
@@ -149,7 +168,7 @@ int install_main(int argc, char **argv)
     self[n] = 0;
 
     char dir[PATH_MAX], base[PATH_MAX];
-    int rc = data_dir(user, prefix, base, sizeof base);
+    int rc = install_data_dir(user, prefix, base, sizeof base);
     if (rc || snprintf(dir, sizeof dir, "%s/kernels/%s", base, name) >= (int)sizeof dir) {
         fprintf(stderr, "sandpit install: cannot work out where to install (%s)\n",
                 strerror(rc ? -rc : ENAMETOOLONG));
@@ -193,7 +212,10 @@ int install_main(int argc, char **argv)
             goto out;
         }
     }
-    printf("Installed kernelspec %s in %s\n", name, dir);
+    printf("Installed kernelspec %s in %s%s\n", name, dir,
+           user || prefix ? ""
+                          : " (system-wide: for every user; --user installs it for you "
+                            "alone)");
     status = 0;
 out:
     options_release(&o);

@@ -2,6 +2,7 @@
  *
  *   sandpit kernel -f CONNECTION_FILE [options]   the kernel (from kernel.json)
  *   sandpit install [--user | --prefix DIR] ...   write a kernelspec
+ *   sandpit uninstall | list                      remove one, list them
  *   sandpit check-sandbox                         what the sandbox can do here
  *   sandpit start|stop|status|run|mcp ...         the clients (kernel/client/)
  *   sandpit worker ...                            internal: the worker process
@@ -13,6 +14,7 @@
 
 #include "kernel/client/commands.h"
 #include "kernel/install.h"
+#include "kernel/kernelspecs.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
 #include "kernel/supervisor/supervisor.h"
@@ -29,13 +31,18 @@ static void usage(FILE *f)
         "usage:\n"
         "  sandpit kernel -f CONNECTION_FILE [options]\n"
         "  sandpit install [--user | --prefix DIR] [--name NAME] [--display-name TEXT]\n"
-        "                  [--profile default|agent] [options]\n"
+        "                  [--profile default|agent] [--interrupt-mode message|signal]\n"
+        "                  [options]\n"
+        "  sandpit uninstall [--user | --prefix DIR] [--name NAME]\n"
+        "  sandpit list\n"
         "  sandpit check-sandbox [options]\n"
         "  sandpit start [--workspace DIR] [--profile default|agent] [options]\n"
         "  sandpit run [CODE | -f FILE] [--json] ...   (sandpit run --help)\n"
         "  sandpit status [--json] | sandpit stop\n"
         "  sandpit mcp [--workspace DIR] [--profile default|agent] [options]\n"
         "  sandpit --version\n\n"
+        "Exit status: 0 on success, 1 when the command failed, 2 for a wrong command\n"
+        "line (sandpit run: 1 when the cell failed, 2 when it could not run).\n\n"
         "options:\n",
         SANDPIT_VERSION);
     options_usage(f);
@@ -119,6 +126,10 @@ int main(int argc, char **argv)
         return worker_main(argc - 1, argv + 1);
     if (strcmp(cmd, "install") == 0)
         return install_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "uninstall") == 0)
+        return kernelspecs_uninstall_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "list") == 0)
+        return kernelspecs_list_main(argc - 1, argv + 1);
     if (strcmp(cmd, "check-sandbox") == 0)
         return check_sandbox_main(argc - 1, argv + 1);
     int client_status = commands_main(cmd, argc - 1, argv + 1, SANDPIT_VERSION);

@@ -11,10 +11,21 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "protocol/errbuf.h"
 
-enum opt_kind { OPT_STRING, OPT_DOUBLE, OPT_ULONG, OPT_INT, OPT_ONOFF, OPT_LOGLEVEL };
+/* OPT_LIST: an option that may be given more than once, each value kept. */
+enum opt_kind {
+    OPT_STRING,
+    OPT_DOUBLE,
+    OPT_ULONG,
+    OPT_INT,
+    OPT_ONOFF,
+    OPT_LOGLEVEL,
+    OPT_LIST
+};
 
 struct opt {
     const char *name; /* long name without "--" */
@@ -56,6 +67,13 @@ static const struct opt table[] = {
      "only a short list of harmless ones is passed)"},
     {"seed", OPT_STRING, OFF(seed),
      "N      seed random (and numpy.random) in each new worker, so reruns repeat"},
+    {"history", OPT_STRING, OFF(history),
+     "PATH|off  the history's database (default: sandpit/history.sqlite in the Jupyter "
+     "data folder); off: kept in memory, for this kernel alone"},
+    {"venv", OPT_STRING, OFF(venv),
+     "DIR    a virtual environment whose packages the code may import (read-only)"},
+    {"read", OPT_LIST, OFF(read_dirs),
+     "DIR    a folder the code may read but not write; may be given more than once"},
     {"tmpdir", OPT_STRING, OFF(tmpdir), NULL}, /* internal: supervisor to worker */
     {"hide", OPT_STRING, OFF(hide), NULL},     /* internal: supervisor to worker */
 };
@@ -82,6 +100,11 @@ void options_release(struct options *o)
     free(o->hide);
     free(o->pass_env);
     free(o->seed);
+    free(o->history);
+    free(o->venv);
+    for (size_t i = 0; i < o->read_dirs.n; i++)
+        free(o->read_dirs.v[i]);
+    free(o->read_dirs.v);
     options_init(o);
 }
 
@@ -132,6 +155,17 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
             return errbuf_set(-EINVAL, err, errlen, "--%s takes on or off, not \"%s\"",
                               d->name, v);
         return 0;
+    case OPT_LIST: {
+        struct options_list *l = field;
+        char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        l->v = nv;
+        if (!(nv[l->n] = strdup(v)))
+            return -ENOMEM;
+        l->n++;
+        return 0;
+    }
     case OPT_LOGLEVEL:
         if (log_parse_level(v, field))
             return errbuf_set(
@@ -223,7 +257,81 @@ int options_check(const struct options *o, char *err, size_t errlen)
                           "--cpus must be 0 (no limit) or between 0.01 and 4096");
     if (o->dpi && (o->dpi < 10 || o->dpi > 1200))
         return errbuf_set(-EINVAL, err, errlen, "--dpi must be between 10 and 1200");
+    if (o->history && !*o->history)
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--history needs the path of a database, or off");
     return 0;
+}
+
+char *options_venv_site_packages(const struct options *o)
+{
+    char path[PATH_MAX];
+    if (!o->venv || snprintf(path, sizeof path, "%s/lib/python%s/site-packages", o->venv,
+                             SANDPIT_PY_SHORT) >= (int)sizeof path)
+        return NULL;
+    return strdup(path);
+}
+
+/* *path made real and absolute, checked to be a folder; what names it (--read)
+ * goes into the sentence. */
+static int resolve_dir(char **path, const char *what, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    struct stat st;
+    if (!realpath(*path, real))
+        return errbuf_set(-errno, err, errlen, "%s %s cannot be used: %s", what, *path,
+                          strerror(errno));
+    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+        return errbuf_set(-ENOTDIR, err, errlen, "%s %s is not a folder", what, *path);
+    char *copy = strdup(real);
+    if (!copy)
+        return -ENOMEM;
+    free(*path);
+    *path = copy;
+    return 0;
+}
+
+/* --venv: a folder with the site-packages of this Python. */
+static int check_venv(const struct options *o, char *err, size_t errlen)
+{
+    char *site = options_venv_site_packages(o);
+    struct stat st;
+    int rc = 0;
+    if (!site || stat(site, &st) != 0 || !S_ISDIR(st.st_mode))
+        rc = errbuf_set(-ENOENT, err, errlen,
+                        "--venv %s has no lib/python%s/site-packages: give a virtual "
+                        "environment made with this Python (%s -m venv DIR)",
+                        o->venv, SANDPIT_PY_SHORT, SANDPIT_PYTHON);
+    free(site);
+    return rc;
+}
+
+/* A relative --history is the folder's where the command was given, not the
+ * notebook's where a kernel will start. */
+static int absolute_history(struct options *o)
+{
+    char cwd[PATH_MAX], *abs = NULL;
+    if (!o->history || strcmp(o->history, "off") == 0 || o->history[0] == '/')
+        return 0;
+    if (!getcwd(cwd, sizeof cwd))
+        return -errno;
+    if (asprintf(&abs, "%s/%s", cwd, o->history) < 0)
+        return -ENOMEM;
+    free(o->history);
+    o->history = abs;
+    return 0;
+}
+
+int options_resolve_paths(struct options *o, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (size_t i = 0; i < o->read_dirs.n && !rc; i++)
+        rc = resolve_dir(&o->read_dirs.v[i], "--read", err, errlen);
+    if (!rc && o->venv && !(rc = resolve_dir(&o->venv, "--venv", err, errlen)))
+        rc = check_venv(o, err, errlen);
+    if (!rc && (rc = absolute_history(o)))
+        errbuf_set(rc, err, errlen, "--history %s cannot be made absolute", o->history);
+    return rc;
 }
 
 static int push(char ***argv, int argc, const char *s)
@@ -247,7 +355,17 @@ int options_to_argv(const struct options *o, char ***argv, int argc)
         const void *f = (const char *)o + d->offset, *g = (const char *)&dflt + d->offset;
         char val[64];
         const char *v = val;
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", d->name);
         switch (d->kind) {
+        case OPT_LIST: {
+            const struct options_list *l = f;
+            for (size_t i = 0; i < l->n; i++)
+                if ((argc = push(argv, argc, flag)) < 0 ||
+                    (argc = push(argv, argc, l->v[i])) < 0)
+                    return -ENOMEM;
+            continue;
+        }
         case OPT_STRING:
             v = *(char *const *)f;
             if (!v)
@@ -279,8 +397,6 @@ int options_to_argv(const struct options *o, char ***argv, int argc)
             v = log_level_name(*(const enum log_level *)f);
             break;
         }
-        char flag[64];
-        snprintf(flag, sizeof flag, "--%s", d->name);
         if ((argc = push(argv, argc, flag)) < 0 || (argc = push(argv, argc, v)) < 0)
             return -ENOMEM;
     }

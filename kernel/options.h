@@ -14,6 +14,12 @@
  * upload widget), well below what would strain the machine. */
 #define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 256
 
+/* The values of an option that may be given more than once (--read). */
+struct options_list {
+    char **v; /* owned, with their strings */
+    size_t n;
+};
+
 struct options {
     char *connection_file; /* -f */
     enum log_level log_level;
@@ -33,8 +39,11 @@ struct options {
     char *preload;  /* comma-separated modules imported before lock-in */
     char *pass_env; /* comma-separated environment variables the code may see */
     char *seed;     /* seeds random (and numpy.random) in each new worker; NULL: none */
-    char *tmpdir;   /* internal: the worker's private temporary folder */
-    char *hide;     /* internal: a file the worker must not read (the key's) */
+    char *history;  /* the history's database, or "off"; NULL: the user's default */
+    char *venv;     /* a virtual environment the code imports from, read-only */
+    struct options_list read_dirs; /* --read: folders the code may read */
+    char *tmpdir;                  /* internal: the worker's private temporary folder */
+    char *hide; /* internal: a file the worker must not read (the key's) */
 };
 
 void options_init(struct options *o);
@@ -51,6 +60,14 @@ int options_apply_profile(struct options *o, const char *name, char *err, size_t
 
 /* Checks that the values make sense together. 0 or -EINVAL with err. */
 int options_check(const struct options *o, char *err, size_t errlen);
+
+/* Makes the folders of --venv and --read absolute (real paths), as the worker
+ * and a kernelspec need them, checking that each is a folder (--venv one with
+ * the site-packages of this Python). 0, or -errno with a sentence in err. */
+int options_resolve_paths(struct options *o, char *err, size_t errlen);
+
+/* The site-packages folder of --venv (new string, caller frees), or NULL. */
+char *options_venv_site_packages(const struct options *o);
 
 /* Appends the options that differ from the defaults to argv as strings
  * ("--timeout", "30", ...): what `sandpit install` writes into kernel.json and

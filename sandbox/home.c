@@ -224,6 +224,11 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
     for (int i = 0; i < 2; i++)
         for (const char *const *s = startup_names; homes[i] && *s; s++)
             candidate_in(&b, homes[i], *s, false);
+    /* What the policy gives to read only (a virtual environment, --read folders,
+     * PYTHONPATH) stays read-only where it lies in a read-write path. */
+    for (const char *const *s = p->ro_paths; s && *s; s++)
+        if (realpath(*s, real) && in_rw(p, real))
+            candidate(&b, real, false);
 
     m->hidden = b.hidden.v;
     m->readonly = b.readonly.v;

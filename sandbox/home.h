@@ -20,9 +20,10 @@ struct sandbox_masks {
 };
 
 /* Fills m (each list NULL-terminated, possibly NULL) for the read-write paths of p, from
- * envp (HOME, JUPYTER_*, XDG_*, IPYTHONDIR, PYTHONSTARTUP, PYTHONUSERBASE, PYTHONPATH)
- * and the password database. Only paths that exist are listed, by their real path.
- * Returns 0 or -ENOMEM (m is then empty). */
+ * envp (HOME, JUPYTER_*, XDG_*, IPYTHONDIR, PYTHONSTARTUP, PYTHONUSERBASE, PYTHONPATH),
+ * the password database and p's ro_paths (read-only where they lie in a read-write path).
+ * Only paths that exist are listed, by their real path. Returns 0 or -ENOMEM (m is then
+ * empty). */
 int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
                         char *const envp[]);
 void sandbox_masks_release(struct sandbox_masks *m);

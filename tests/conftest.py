@@ -35,9 +35,10 @@ def pytest_configure(config):
     subprocess.run([SANDPIT, "install", "--prefix", _BASE], check=True,
                    stdout=subprocess.DEVNULL)
     os.environ["JUPYTER_PATH"] = os.path.join(_BASE, "share", "jupyter")
-    # Keep the runtime files (connection files) and caches of test kernels out of
-    # the home folder.
+    # Keep the runtime files (connection files), the history's database and the
+    # caches of test kernels out of the home folder.
     os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(_BASE, "runtime")
+    os.environ["JUPYTER_DATA_DIR"] = os.path.join(_BASE, "data")
     os.environ["XDG_CACHE_HOME"] = os.path.join(_BASE, "cache")
 
 

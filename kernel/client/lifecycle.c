@@ -54,6 +54,8 @@ int lifecycle_parse_kernel_options(struct options *o, int argc, char **argv, cha
         rc = options_parse(o, nrest, rest, err, errlen);
     if (!rc)
         rc = options_check(o, err, errlen);
+    if (!rc) /* relative folders are where the command was given */
+        rc = options_resolve_paths(o, err, errlen);
     free(rest);
     return rc;
 }

@@ -630,6 +630,7 @@ int mcp_main(int argc, char **argv, const char *version)
     }
     const char *ws = m.opts.workspace ? m.opts.workspace : getcwd(cwd, sizeof cwd);
     int rc;
+    status = 1; /* the command line was right: what fails now is a failure */
     if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
         snprintf(m.conn, sizeof m.conn, "%s/sandpit-mcp-%d.json", runtime,
                  (int)getpid()) >= (int)sizeof m.conn) {

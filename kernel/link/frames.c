@@ -18,10 +18,16 @@
 #define LAYERS_MAX  16
 
 static const char *const kind_names[LINK_KINDS] = {
-    [LINK_REQUEST] = "request",   [LINK_INTERRUPT] = "interrupt",
-    [LINK_SUBSHELL] = "subshell", [LINK_INPUT_REPLY] = "input_reply",
-    [LINK_HELLO] = "hello",       [LINK_IOPUB] = "iopub",
-    [LINK_REPLY] = "reply",       [LINK_INPUT_REQUEST] = "input_request",
+    [LINK_REQUEST] = "request",
+    [LINK_INTERRUPT] = "interrupt",
+    [LINK_SUBSHELL] = "subshell",
+    [LINK_INPUT_REPLY] = "input_reply",
+    [LINK_HISTORY_REPLY] = "history_reply",
+    [LINK_HELLO] = "hello",
+    [LINK_IOPUB] = "iopub",
+    [LINK_REPLY] = "reply",
+    [LINK_INPUT_REQUEST] = "input_request",
+    [LINK_HISTORY] = "history",
 };
 
 /* What a worker may publish on iopub. */
@@ -430,5 +436,57 @@ int link_input_request_parse(const json_t *obj, struct link_input_request *out, 
     memset(out, 0, sizeof *out);
     out->parent = str(&c, "parent", false, LINK_ID_MAX);
     out->content = object(&c, "content", true);
+    return c.rc;
+}
+
+json_t *link_history_build(const struct link_history *f)
+{
+    if (!f->query)
+        return NULL;
+    json_t *o = frame_new(LINK_HISTORY);
+    o = add(o, "id", json_integer(f->id));
+    return add_object(o, "query", f->query);
+}
+
+int link_history_parse(const json_t *obj, struct link_history *out, char *err,
+                       size_t errlen)
+{
+    struct check c = check_start(obj, LINK_HISTORY, err, errlen);
+    memset(out, 0, sizeof *out);
+    if (!json_object_get(obj, "id"))
+        fail(&c, "no \"id\"");
+    out->id = integer(&c, "id", 0, LINK_HISTORY_ID_MAX);
+    out->query = object(&c, "query", true);
+    return c.rc;
+}
+
+json_t *link_history_reply_build(const struct link_history_reply *f)
+{
+    if (!f->history == !f->error)
+        return NULL;
+    json_t *o = frame_new(LINK_HISTORY_REPLY);
+    o = add(o, "id", json_integer(f->id));
+    o = add_object(o, "history", f->history);
+    if (f->session > 0)
+        o = add(o, "session", json_integer(f->session));
+    return add_string(o, "error", f->error);
+}
+
+int link_history_reply_parse(const json_t *obj, struct link_history_reply *out, char *err,
+                             size_t errlen)
+{
+    struct check c = check_start(obj, LINK_HISTORY_REPLY, err, errlen);
+    memset(out, 0, sizeof *out);
+    if (!json_object_get(obj, "id"))
+        fail(&c, "no \"id\"");
+    out->id = integer(&c, "id", 0, LINK_HISTORY_ID_MAX);
+    out->error = str(&c, "error", false, LINK_ERROR_MAX);
+    out->session = integer(&c, "session", 0, LLONG_MAX);
+    json_t *h = json_object_get(obj, "history");
+    if (h && !json_is_null(h) && !json_is_array(h))
+        fail(&c, "\"history\" is not a list");
+    out->history = json_is_array(h) ? h : NULL;
+    if (!out->history == !out->error)
+        fail(&c, "neither \"history\" nor \"error\", or both");
     return c.rc;
 }

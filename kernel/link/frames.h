@@ -13,18 +13,23 @@
 #include <stddef.h>
 
 #define LINK_ID_MAX 127 /* longest shell id or msg_id a frame may carry */
+/* The worker's numbers for its history queries: whole numbers JSON keeps exact. */
+#define LINK_HISTORY_ID_MAX ((1LL << 53) - 1)
+#define LINK_ERROR_MAX      1024 /* longest sentence in a history_reply */
 
 enum link_kind {
     /* supervisor to worker */
-    LINK_REQUEST,     /* "request": a client's request for the worker to run */
-    LINK_INTERRUPT,   /* "interrupt": stop the request it names (and why) */
-    LINK_SUBSHELL,    /* "subshell": op create or delete */
-    LINK_INPUT_REPLY, /* "input_reply": the client's answer to input() */
+    LINK_REQUEST,       /* "request": a client's request for the worker to run */
+    LINK_INTERRUPT,     /* "interrupt": stop the request it names (and why) */
+    LINK_SUBSHELL,      /* "subshell": op create or delete */
+    LINK_INPUT_REPLY,   /* "input_reply": the client's answer to input() */
+    LINK_HISTORY_REPLY, /* "history_reply": the answer to a history frame */
     /* worker to supervisor */
     LINK_HELLO,         /* "hello": ready, with the sandbox's report */
     LINK_IOPUB,         /* "iopub": output or an event for the client */
     LINK_REPLY,         /* "reply": the answer to the request a shell runs */
     LINK_INPUT_REQUEST, /* "input_request": ask the client for a line */
+    LINK_HISTORY,       /* "history": ask for the history (%history) */
     LINK_KINDS
 };
 
@@ -73,6 +78,13 @@ struct link_input_reply {
     json_t *content;    /* the client's input_reply content */
 };
 
+struct link_history_reply {
+    long long id;      /* the id of the history frame it answers */
+    json_t *history;   /* [[session, line, source], ...]; NULL when refused */
+    const char *error; /* why it was refused; NULL when history is given */
+    long long session; /* the current session's number (0: not said) */
+};
+
 /* --- worker to supervisor -------------------------------------------------- */
 
 struct link_hello {
@@ -100,6 +112,12 @@ struct link_input_request {
     json_t *content;    /* {"prompt", "password"} */
 };
 
+struct link_history {
+    long long id;  /* the worker's number for it, 0 to LINK_HISTORY_ID_MAX */
+    json_t *query; /* object: the fields of a history_request's content, whose
+                    * values the supervisor's history module checks */
+};
+
 /* Builders: a new frame object, or NULL when out of memory (or a field is
  * missing). The struct's pointers are borrowed (objects are copied by
  * reference). */
@@ -111,6 +129,8 @@ json_t *link_hello_build(const struct link_hello *f);
 json_t *link_iopub_build(const struct link_iopub *f);
 json_t *link_reply_build(const struct link_reply *f);
 json_t *link_input_request_build(const struct link_input_request *f);
+json_t *link_history_build(const struct link_history *f);
+json_t *link_history_reply_build(const struct link_history_reply *f);
 
 /* Parsers: 0 with *out filled (borrowed from obj), or -EBADMSG with a sentence
  * in err. obj must be a frame of that kind (see link_decode). */
@@ -126,6 +146,10 @@ int link_hello_parse(const json_t *obj, struct link_hello *out, char *err, size_
 int link_iopub_parse(const json_t *obj, struct link_iopub *out, char *err, size_t errlen);
 int link_reply_parse(const json_t *obj, struct link_reply *out, char *err, size_t errlen);
 int link_input_request_parse(const json_t *obj, struct link_input_request *out, char *err,
+                             size_t errlen);
+int link_history_parse(const json_t *obj, struct link_history *out, char *err,
+                       size_t errlen);
+int link_history_reply_parse(const json_t *obj, struct link_history_reply *out, char *err,
                              size_t errlen);
 
 #endif

@@ -55,9 +55,19 @@ int channels_open(struct channels *c, const struct connection *conn, struct sign
         }
         if (zmq_bind(s, ep) != 0) {
             int e = errno;
-            log_error(
-                "cannot bind the %s port %d on %s: %s (is another kernel using it?)",
-                connection_channel_name(ch), conn->ports[ch], conn->ip, zmq_strerror(e));
+            if (e == EINVAL || e == ENODEV)
+                log_error("the connection file's address \"%s\" is invalid: not an IP "
+                          "address or an interface of this machine",
+                          conn->ip);
+            else if (e == EADDRNOTAVAIL)
+                log_error("the connection file's address %s is not one of this "
+                          "machine's",
+                          conn->ip);
+            else
+                log_error("cannot bind the %s port %d on %s: %s%s",
+                          connection_channel_name(ch), conn->ports[ch], conn->ip,
+                          zmq_strerror(e),
+                          e == EADDRINUSE ? " (is another kernel using it?)" : "");
             return -e;
         }
         log_debug("%s bound on %s", connection_channel_name(ch), ep);

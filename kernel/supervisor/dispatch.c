@@ -1,9 +1,15 @@
 /* dispatch: msg_type to handler, and nothing else.
  *
- * Status busy and idle frame every request: here for the requests the
- * supervisor answers at once, in shells.c for those that wait for the
- * worker. Both go through outbox_busy and outbox_idle, once each, in that
- * order, whatever happens in between. */
+ * On the shell channel, replies come in the order of the requests, as from
+ * ipykernel: a request that the supervisor answers itself (kernel_info,
+ * history, an unknown one) waits its turn in its shell's queue behind the
+ * requests for the worker, and is answered when it reaches the front. On
+ * control it is answered at once, and so is interrupt_request wherever it
+ * comes (an interrupt that waited for the cell it interrupts would be none).
+ *
+ * Status busy and idle frame every request, in shells.c, through
+ * outbox_busy and outbox_idle, once each, in that order, whatever happens in
+ * between. */
 #include "kernel/supervisor/dispatch.h"
 
 #include <stdio.h>
@@ -23,6 +29,7 @@ struct handler {
 
 static const struct handler handlers[] = {
     {"kernel_info_request", handlers_kernel_info},
+    {"connect_request", handlers_connect},
     {"history_request", handlers_history},
     {"shutdown_request", handlers_shutdown},
     {"interrupt_request", handlers_interrupt},
@@ -48,6 +55,19 @@ static const struct handler *find_handler(const char *type)
     return NULL;
 }
 
+/* A request nobody handles: an error reply if it is a request. */
+static void answer_unknown(struct kernel *k, struct request *r)
+{
+    const char *type = msg_type(r->msg);
+    size_t n = strlen(type);
+    log_warn("unknown message type %s on %s", type, connection_channel_name(r->channel));
+    if (n > 8 && strcmp(type + n - 8, "_request") == 0) {
+        char why[160];
+        snprintf(why, sizeof why, "sandpit does not handle %.100s", type);
+        outbox_error(k, r, "NotImplementedError", why);
+    }
+}
+
 void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
 {
     struct request *r = request_new(m, ch);
@@ -58,24 +78,11 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
     const char *type = msg_type(r->msg);
     log_debug("%s %s on %s", type, msg_id(r->msg), connection_channel_name(ch));
     const struct handler *h = find_handler(type);
-    if (h && !h->fn) {
+    r->answer = !h ? answer_unknown : h->fn;
+    if (r->answer && (ch == CONNECTION_CONTROL || r->answer == handlers_interrupt))
+        shells_answer(k, &r);
+    else
         shells_submit(k, &r);
-        return;
-    }
-    outbox_busy(k, r);
-    if (h) {
-        h->fn(k, r);
-    } else {
-        size_t n = strlen(type);
-        log_warn("unknown message type %s on %s", type, connection_channel_name(ch));
-        if (n > 8 && strcmp(type + n - 8, "_request") == 0) {
-            char why[160];
-            snprintf(why, sizeof why, "sandpit does not handle %.100s", type);
-            outbox_error(k, r, "NotImplementedError", why);
-        }
-    }
-    outbox_idle(k, r);
-    request_free(r);
 }
 
 void dispatch_unreadable(struct kernel *k, struct msg *m, enum connection_channel ch,

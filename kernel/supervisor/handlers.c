@@ -75,10 +75,24 @@ void handlers_kernel_info(struct kernel *k, struct request *req)
     outbox_reply(k, req, "kernel_info_reply", &c, NULL);
 }
 
+void handlers_connect(struct kernel *k, struct request *req)
+{
+    json_t *c = json_pack("{s:s}", "status", "ok");
+    for (int ch = 0; c && ch < CONNECTION_NCHANNELS; ch++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_port", connection_channel_name(ch));
+        json_object_set_new(c, key, json_integer(k->ports[ch]));
+    }
+    outbox_reply(k, req, "connect_reply", &c, NULL);
+}
+
 void handlers_history(struct kernel *k, struct request *req)
 {
     char err[256];
-    json_t *list = history_query(&k->history, req->msg->content, err, sizeof err);
+    struct history_query q;
+    json_t *list = history_query_parse(req->msg->content, &q, err, sizeof err) == 0
+                       ? history_query(&k->history, &q, 0, 0, err, sizeof err)
+                       : NULL;
     if (!list) {
         outbox_error(k, req, "ValueError", err);
         return;
@@ -87,17 +101,45 @@ void handlers_history(struct kernel *k, struct request *req)
     outbox_reply(k, req, "history_reply", &c, NULL);
 }
 
+void handlers_worker_history(struct kernel *k, const struct link_history *f)
+{
+    char err[256];
+    struct history_query q;
+    json_t *list = history_query_parse(f->query, &q, err, sizeof err) == 0
+                       ? history_query(&k->history, &q, HANDLERS_WORKER_HISTORY_ENTRIES,
+                                       HANDLERS_WORKER_HISTORY_BYTES, err, sizeof err)
+                       : NULL;
+    if (!list)
+        log_info("the worker's history query was refused: %s", err);
+    json_t *w = link_history_reply_build(
+        &(struct link_history_reply){.id = f->id,
+                                     .history = list,
+                                     .error = list ? NULL : err,
+                                     .session = k->history.session});
+    if (w)
+        k->io.to_worker(k->io.ctx, w, NULL);
+    json_decref(w);
+    json_decref(list);
+}
+
 void handlers_shutdown(struct kernel *k, struct request *req)
 {
     bool restart = json_is_true(json_object_get(req->msg->content, "restart"));
+    bool in_place =
+        restart && json_is_true(json_object_get(
+                       json_object_get(req->msg->metadata, "sandpit"), "in_place"));
     json_t *c = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
     outbox_reply(k, req, "shutdown_reply", &c, NULL);
-    if (!restart) {
-        log_info("shutdown requested");
+    if (!in_place) {
+        /* As the spec says, and as ipykernel does, whatever restart says: the
+         * client starts a new kernel, and waits for this one to end first. */
+        log_info(restart ? "restart requested: exiting, for the client to start a new "
+                           "kernel"
+                         : "shutdown requested");
         loop_stop(k->loop);
         return;
     }
-    log_info("restart requested");
+    log_info("restart in place requested");
     shells_abort_all(k);
     history_new_session(&k->history);
     k->execution_count = 0;

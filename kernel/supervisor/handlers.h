@@ -5,12 +5,24 @@
 #ifndef SANDPIT_HANDLERS_H
 #define SANDPIT_HANDLERS_H
 
+#include "kernel/link/frames.h"
 #include "kernel/supervisor/kernel.h"
 
+/* What a history_reply to the worker may hold at most: its newest entries. */
+#define HANDLERS_WORKER_HISTORY_ENTRIES 10000
+#define HANDLERS_WORKER_HISTORY_BYTES   (4u << 20)
+
 void handlers_kernel_info(struct kernel *k, struct request *req);
+/* connect_request: the five ports of the connection file. */
+void handlers_connect(struct kernel *k, struct request *req);
 void handlers_history(struct kernel *k, struct request *req);
-/* shutdown_request: the kernel ends (the loop stops), or with restart true,
- * the worker is replaced and the history starts a new session. */
+/* The worker's history frame (%history): its query is checked as a client's
+ * would be, and answered with a history_reply (the history, bounded, or why
+ * not). f is borrowed. */
+void handlers_worker_history(struct kernel *k, const struct link_history *f);
+/* shutdown_request: the kernel ends (the loop stops), whatever restart says;
+ * with restart true and metadata {"sandpit": {"in_place": true}}, the worker
+ * is replaced instead and the history starts a new session. */
 void handlers_shutdown(struct kernel *k, struct request *req);
 void handlers_interrupt(struct kernel *k, struct request *req);
 void handlers_create_subshell(struct kernel *k, struct request *req);

@@ -1,7 +1,10 @@
 /* history: the inputs (and text outputs) of executed cells, kept by the
- * supervisor so they outlive any worker. Numbered as IPython does: a session
- * number per kernel start or restart, line numbers from 1 within it. The
- * history owns its strings; queries return new JSON (caller releases). */
+ * supervisor in an SQLite database of the user's, so that they outlive the
+ * worker and the kernel's process: a restarted kernel is a new process, and
+ * its clients still ask for the earlier sessions. Numbered as IPython numbers
+ * them: a session per kernel start (or in-place restart), line numbers from 1
+ * within it. The history owns its database; queries return new JSON (caller
+ * releases). */
 #ifndef SANDPIT_HISTORY_H
 #define SANDPIT_HISTORY_H
 
@@ -9,36 +12,67 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct history_entry {
-    int session;
-    int line;
-    char *input;
-    char *output; /* text/plain of the cell's result, or NULL */
-};
+#define HISTORY_FILE        "sandpit/history.sqlite" /* in the Jupyter data folder */
+#define HISTORY_PATTERN_MAX 4096                     /* longest glob of a search */
+
+struct sqlite3;
 
 struct history {
-    struct history_entry *entries;
-    size_t len, cap;
-    size_t max_entries; /* oldest are dropped beyond this */
-    int session;        /* the current session number, from 1 */
+    struct sqlite3 *db;
+    char *path;        /* the database's file; NULL once it is kept in memory */
+    long long session; /* the current session's number, from 1 */
 };
 
-void history_init(struct history *h, size_t max_entries);
-void history_release(struct history *h);
+enum history_access { HISTORY_TAIL, HISTORY_RANGE, HISTORY_SEARCH };
 
-/* Starts a new session (after a restart); lines count from 1 again. */
+/* A history_request's content, checked (history_query_parse). */
+struct history_query {
+    enum history_access access;
+    bool output;         /* each entry's input comes with its output: [input, output] */
+    bool raw;            /* the input as typed (sandpit keeps only that: both are it) */
+    bool unique;         /* search: each input once, its latest occurrence */
+    long long session;   /* range: 0 is the current one, negative counts back */
+    long long start;     /* range: the first line */
+    long long stop;      /* range: the line after the last; 0: to the end */
+    long long n;         /* tail and search: the last n; -1: search without limit */
+    const char *pattern; /* search: a glob on the whole input (borrowed) */
+};
+
+/* Opens the database at path and begins a new session in it; path NULL
+ * keeps the history in memory (--history off), for this process alone. A
+ * database that cannot be used (corrupt, locked beyond the busy timeout, not
+ * writable) leaves the history in memory too, and the log says so once. 0, or
+ * -ENOMEM when not even memory would do. */
+int history_open(struct history *h, const char *path);
+/* Ends the session (its end time) and closes the database. */
+void history_close(struct history *h);
+
+/* The default database, HISTORY_FILE in the user's Jupyter data folder.
+ * 0 or -errno (no HOME, too long). */
+int history_default_path(char *out, size_t len);
+
+/* Ends the current session and begins the next one (an in-place restart). */
 void history_new_session(struct history *h);
 
-/* Records an input as line `line` of the current session. 0 or -ENOMEM. */
+/* Records an input as line `line` of the current session. 0 or -errno; a
+ * database that fails to take it is given up for memory (said once). */
 int history_add(struct history *h, int line, const char *input);
-
 /* Records the text output of a line of the current session (replacing any). */
 int history_set_output(struct history *h, int line, const char *output);
 
-/* Answers a history_request's content with the reply's "history" list:
- * tail (n), range (session, start, stop), search (pattern, n, unique).
- * Returns a new JSON array, or NULL with a sentence in err. */
-json_t *history_query(const struct history *h, const json_t *request, char *err,
-                      size_t errlen);
+/* Checks a history_request's content (or the query of a worker's history
+ * frame) into q, whose pattern is then borrowed from content. A field may be
+ * absent or null (its default: tail, n 10, session 0, start 1, to the end,
+ * search "*" without limit); one of the wrong type or out of range is an
+ * error: -EINVAL with a sentence in err. */
+int history_query_parse(const json_t *content, struct history_query *q, char *err,
+                        size_t errlen);
+
+/* Answers q with the reply's "history" list, in execution order: a new JSON
+ * array of [session, line, input] (input [input, output] with q->output), or
+ * NULL with a sentence in err. At most max_entries entries and about
+ * max_bytes of text (0: no bound) are given: the newest. */
+json_t *history_query(struct history *h, const struct history_query *q,
+                      size_t max_entries, size_t max_bytes, char *err, size_t errlen);
 
 #endif

@@ -62,7 +62,8 @@ struct kernel {
     const struct options *opts; /* borrowed */
     const char *workspace;      /* absolute; borrowed */
     struct msg_session session;
-    struct loop *loop; /* borrowed: for time events */
+    int ports[CONNECTION_NCHANNELS]; /* the connection file's, for connect_reply */
+    struct loop *loop;               /* borrowed: for time events */
     struct kernel_io io;
 
     struct shell shells[KERNEL_MAX_SHELLS]; /* [0] is the main shell */
@@ -80,11 +81,11 @@ struct kernel {
     unsigned long bad_frames; /* frames from the worker that were dropped */
 };
 
-/* Sets up k for the options (borrowed) with a new session; io and loop are
- * set by the caller. 0 or -errno. */
+/* Sets up k for the options (borrowed) with a new session, in the history's
+ * database too; io and loop are set by the caller. 0 or -errno. */
 int kernel_init(struct kernel *k, const struct options *opts, const char *workspace,
                 const char *username);
-/* Frees every request and remembered header. */
+/* Frees every request and remembered header; ends the history's session. */
 void kernel_release(struct kernel *k);
 
 #endif

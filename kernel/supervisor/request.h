@@ -14,11 +14,16 @@
 
 #define REQUEST_ID_MAX 128 /* longest msg_id kept for matching */
 
+struct kernel;
+
 struct request {
     struct msg *msg;
     enum connection_channel channel; /* where the reply goes: shell or control */
     struct request *next;            /* in its shell's queue */
     bool execute;                    /* an execute_request */
+    /* The supervisor's own handler, which answers it when its turn comes in its
+     * shell's queue (dispatch.c sets it); NULL: the worker answers it. */
+    void (*answer)(struct kernel *k, struct request *r);
     /* execute_request only */
     int execution_count;
     bool silent, store_history, stop_on_error;

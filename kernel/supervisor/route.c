@@ -15,6 +15,7 @@
 
 #include "kernel/link/frames.h"
 #include "kernel/log.h"
+#include "kernel/supervisor/handlers.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/outbox.h"
 #include "kernel/supervisor/shells.h"
@@ -121,10 +122,17 @@ void route_frame(struct kernel *k, const struct link_frame *raw)
             worker_input_request(k, &f);
         break;
     }
+    case LINK_HISTORY: {
+        struct link_history f;
+        if (!(rc = link_history_parse(obj, &f, err, sizeof err)))
+            handlers_worker_history(k, &f);
+        break;
+    }
     case LINK_REQUEST:
     case LINK_INTERRUPT:
     case LINK_SUBSHELL:
     case LINK_INPUT_REPLY:
+    case LINK_HISTORY_REPLY:
     case LINK_KINDS:
         rc = -EBADMSG;
         snprintf(err, sizeof err, "a %s frame, which only the supervisor sends",

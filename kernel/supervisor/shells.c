@@ -19,6 +19,7 @@
 #include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
+#include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
 
 void shells_init(struct kernel *k)
@@ -304,24 +305,36 @@ struct shell *shells_create(struct kernel *k)
 /* --- starting requests ---------------------------------------------------------- */
 
 /* Reads execute_request's flags; false (with an error reply sent) when the
- * content is not an execute request a kernel can run. */
-static bool prepare_execute(struct kernel *k, struct request *r)
+ * content is not an execute request a kernel can run. Called when its turn
+ * comes, so that the error reply comes in order too. */
+static bool prepare_execute(struct kernel *k, struct shell *sh, struct request *r)
 {
-    json_t *c = r->msg->content;
-    if (!json_is_string(json_object_get(c, "code"))) {
-        outbox_busy(k, r);
-        outbox_error(k, r, "ValueError", "execute_request has no \"code\" string");
-        outbox_idle(k, r);
-        return false;
-    }
-    json_t *v;
+    json_t *c = r->msg->content, *v;
     r->silent = json_is_true(json_object_get(c, "silent"));
     v = json_object_get(c, "store_history");
     r->store_history = !r->silent && (v ? json_is_true(v) : true);
     v = json_object_get(c, "stop_on_error");
     r->stop_on_error = v ? json_is_true(v) : true;
-    limits_set_timeout(k, r);
-    return true;
+    const char *why = NULL;
+    json_t *sp = json_object_get(r->msg->metadata, "sandpit");
+    json_t *t = json_object_get(sp, "timeout");
+    if (!json_is_string(json_object_get(c, "code")))
+        why = "execute_request has no \"code\" string";
+    else if (sp && !json_is_null(sp) && !json_is_object(sp))
+        why = "the metadata's \"sandpit\" must be an object, such as {\"timeout\": 5}";
+    else if (t && !json_is_null(t) && (!json_is_number(t) || json_number_value(t) < 0))
+        why = "the metadata's sandpit.timeout must be a number of seconds, at least 0 "
+              "(0: the kernel's own limit); the cell was not run";
+    if (!why) {
+        limits_set_timeout(k, r);
+        return true;
+    }
+    outbox_busy(k, r);
+    outbox_error(k, r, "ValueError", why);
+    outbox_idle(k, r);
+    if (r->stop_on_error && !r->silent)
+        abort_queued(k, sh, false);
+    return false;
 }
 
 void shells_submit(struct kernel *k, struct request **req)
@@ -339,12 +352,18 @@ void shells_submit(struct kernel *k, struct request **req)
         request_free(r);
         return;
     }
-    if (r->execute && !prepare_execute(k, r)) {
-        request_free(r);
-        return;
-    }
     enqueue(sh, r, r->channel == CONNECTION_CONTROL);
     shells_pump(k);
+}
+
+void shells_answer(struct kernel *k, struct request **req)
+{
+    struct request *r = *req;
+    *req = NULL;
+    outbox_busy(k, r);
+    r->answer(k, r);
+    outbox_idle(k, r);
+    request_free(r);
 }
 
 static void start_request(struct kernel *k, struct shell *sh, struct request *r)
@@ -385,16 +404,28 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
 
 void shells_pump(struct kernel *k)
 {
-    for (size_t i = 0; i < k->nshells; i++) {
+again:
+    for (size_t i = 0; i < k->nshells && !loop_stopped(k->loop); i++) {
         struct shell *sh = &k->shells[i];
         while (!sh->current && sh->queue_head) {
+            struct request *r = sh->queue_head;
             enum kernel_worker w = k->io.worker(k->io.ctx);
-            if (w == KERNEL_WORKER_READY) {
-                start_request(k, sh, dequeue(sh));
+            if (r->answer) {
+                /* Its handler may change the shells (delete a subshell, restart
+                 * the worker): look at them afresh afterwards. */
+                r = dequeue(sh);
+                shells_answer(k, &r);
+                goto again;
+            } else if (w == KERNEL_WORKER_READY) {
+                r = dequeue(sh);
+                if (!r->execute || prepare_execute(k, sh, r))
+                    start_request(k, sh, r);
+                else
+                    request_free(r);
             } else if (w == KERNEL_WORKER_FAILING) {
                 /* Workers keep failing to start: answer rather than leave clients
                  * waiting. */
-                struct request *r = dequeue(sh);
+                r = dequeue(sh);
                 outbox_busy(k, r);
                 if (request_has_reply(r))
                     outbox_error(k, r, "WorkerUnavailable",

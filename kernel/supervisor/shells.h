@@ -21,12 +21,18 @@ struct shell *shells_find(struct kernel *k, const char *id);
 
 /* Queues *req (taken over; *req is NULL afterwards) in the shell that its
  * header's subshell_id names (control requests jump the queue), and starts it
- * if it can. A request for an unknown subshell, or an execute_request without
- * code, is answered at once with an error. */
+ * if it can. A request for an unknown subshell is answered at once with an
+ * error; an execute_request that cannot run (no code, a bad time limit in its
+ * metadata) gets its error reply when its turn comes. */
 void shells_submit(struct kernel *k, struct request **req);
 
-/* Starts the first waiting request of every idle shell if the worker is ready;
- * answers them with an error if the worker keeps failing to start. */
+/* Answers *req (taken over) with its own handler (req->answer), between busy
+ * and idle. */
+void shells_answer(struct kernel *k, struct request **req);
+
+/* Starts the first waiting request of every idle shell: a request the
+ * supervisor answers itself at once, one for the worker if the worker is
+ * ready; answers them with an error if the worker keeps failing to start. */
 void shells_pump(struct kernel *k);
 
 /* The worker's reply to the request running in sh: the reply (with the

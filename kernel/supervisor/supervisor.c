@@ -250,7 +250,13 @@ static int prepare_folders(struct supervisor *s)
     free(opts->workspace);
     if (!(opts->workspace = strdup(real)))
         return -ENOMEM;
-    int rc = tmpdir_make(&s->tmpdir);
+    char err[PATH_MAX + 256];
+    int rc = options_resolve_paths(opts, err, sizeof err);
+    if (rc) {
+        log_error("%s", err);
+        return rc;
+    }
+    rc = tmpdir_make(&s->tmpdir);
     if (rc) {
         log_error("cannot make a private temporary folder: %s", strerror(-rc));
         return rc;
@@ -353,6 +359,7 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
         return -ENOMEM;
     respawn_init(&s->respawn, &s->k, s->child, s->loop, opts);
     s->k.loop = s->loop;
+    memcpy(s->k.ports, s->conn.ports, sizeof s->k.ports);
     s->k.io = (struct kernel_io){
         .ctx = s,
         .send = io_send,

@@ -450,6 +450,11 @@ static int call_runtime(const char *fn, const char *arg)
     return rc;
 }
 
+void pyrt_add_site_dir(const char *dir)
+{
+    call_runtime("add_site_dir", dir);
+}
+
 void pyrt_before_lock(void)
 {
     call_runtime("prepare_lock", NULL);

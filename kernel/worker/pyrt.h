@@ -12,6 +12,11 @@
  * 0, or -1 with a sentence in err. */
 int pyrt_init(char *err, size_t errlen);
 
+/* Puts a site-packages folder (--venv's) on sys.path, with its .pth files,
+ * before the system's, as a virtual environment's Python has it. A failure is
+ * logged, not fatal. */
+void pyrt_add_site_dir(const char *dir);
+
 /* Imports each module of a comma-separated list; a failure is logged, not fatal. */
 void pyrt_preload(const char *modules);
 

@@ -11,7 +11,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,92 @@
 static const char *const python_ro_paths[] = {
     "/usr", "/lib", "/lib64", "/etc/python" SANDPIT_PY_SHORT, NULL,
 };
+
+#define PTH_PATHS_MAX                                                                    \
+    64 /* folders named by a venv's .pth files that are made readable                    \
+        */
+
+static void free_paths(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The folders that the .pth files of a site-packages folder put on sys.path
+ * (an editable install's source, for one): the lines that are paths, not
+ * "import" lines, as site.addsitedir reads them. Added to v from v[*n] on, up
+ * to v[max - 1]; false when out of memory. */
+static bool pth_paths(const char *site, char **v, size_t *n, size_t max)
+{
+    DIR *d = site ? opendir(site) : NULL;
+    struct dirent *e;
+    bool ok = true;
+    while (d && ok && *n < max && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        char path[PATH_MAX], line[PATH_MAX], real[PATH_MAX];
+        FILE *f = NULL;
+        if (len > 4 && strcmp(e->d_name + len - 4, ".pth") == 0 &&
+            snprintf(path, sizeof path, "%s/%s", site, e->d_name) < (int)sizeof path)
+            f = fopen(path, "r");
+        while (f && ok && *n < max && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\r\n")] = 0;
+            if (!line[0] || line[0] == '#' || strncmp(line, "import", 6) == 0)
+                continue;
+            if (line[0] != '/' &&
+                snprintf(path, sizeof path, "%s/%s", site, line) < (int)sizeof path)
+                snprintf(line, sizeof line, "%s", path);
+            if (realpath(line, real))
+                ok = (v[(*n)++] = strdup(real)) != NULL;
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return ok;
+}
+
+/* What the code may read but not write: the interpreter's folders, the
+ * virtual environment of --venv with what its .pth files name, the folders
+ * of --read, and each entry of PYTHONPATH that exists (relative ones are the
+ * workspace's). A new NULL-terminated array of new strings (free with
+ * free_paths), or NULL. */
+static char **read_only_paths(const struct options *o)
+{
+    const char *pp = getenv("PYTHONPATH");
+    size_t max = sizeof python_ro_paths / sizeof *python_ro_paths + 1 + PTH_PATHS_MAX +
+                 o->read_dirs.n + (pp ? strlen(pp) / 2 + 1 : 0);
+    char **v = calloc(max + 1, sizeof *v), real[PATH_MAX];
+    size_t n = 0;
+    bool ok = v != NULL;
+    for (size_t i = 0; ok && python_ro_paths[i]; i++)
+        ok = (v[n++] = strdup(python_ro_paths[i])) != NULL;
+    if (ok && o->venv) {
+        char *site = options_venv_site_packages(o);
+        ok = (v[n++] = strdup(o->venv)) != NULL &&
+             pth_paths(site, v, &n, n + PTH_PATHS_MAX);
+        free(site);
+    }
+    for (size_t i = 0; ok && i < o->read_dirs.n; i++)
+        ok = (v[n++] = strdup(o->read_dirs.v[i])) != NULL;
+    for (const char *s = pp; ok && s && *s && n < max;) {
+        size_t len = strcspn(s, ":");
+        char entry[PATH_MAX];
+        if (len && len < sizeof entry) {
+            memcpy(entry, s, len);
+            entry[len] = 0;
+            if (realpath(entry, real))
+                ok = (v[n++] = strdup(real)) != NULL;
+        }
+        s += len + (s[len] == ':');
+    }
+    if (!ok) {
+        free_paths(v);
+        return NULL;
+    }
+    return v;
+}
 
 static void set_environment(const struct options *o)
 {
@@ -119,7 +208,12 @@ int worker_main(int argc, char **argv)
     policy.network = o.network;
     policy.workspace = o.workspace;
     policy.tmpdir = o.tmpdir;
-    policy.ro_paths = python_ro_paths;
+    char **ro_paths = read_only_paths(&o);
+    if (!ro_paths) {
+        log_error("out of memory building the sandbox policy");
+        return 3;
+    }
+    policy.ro_paths = (const char *const *)ro_paths;
     /* The connection file holds the key: unreadable even inside the workspace; so
      * are the user's secrets, and the user's setup is never written (home.h). */
     extern char **environ;
@@ -166,6 +260,10 @@ int worker_main(int argc, char **argv)
         log_error("cannot start Python: %s", err);
         return 4;
     }
+    char *site = options_venv_site_packages(&o);
+    if (site)
+        pyrt_add_site_dir(site);
+    free(site);
     if (o.preload)
         pyrt_preload(o.preload);
     if ((rc = pump_start(o.max_output)) != 0) {
@@ -186,6 +284,7 @@ int worker_main(int argc, char **argv)
     rc = pyrt_serve(hello);
     free(hello);
     free(hidden);
+    free_paths(ro_paths);
     sandbox_masks_release(&masks);
     options_release(&o);
     return rc;

@@ -5,7 +5,7 @@ Each test talks to the real kernel through jupyter_client."""
 
 import time
 
-from sandpit_testing import stdout_of
+from sandpit_testing import TIMEOUT, stdout_of
 
 
 def test_message_order_and_parents(kernel):
@@ -267,3 +267,61 @@ def test_kernel_info_on_shell_and_control(kernel):
 def test_comm_info(kernel):
     reply = kernel.request("comm_info")
     assert reply["content"] == {"status": "ok", "comms": {}}
+
+
+def test_replies_on_shell_come_in_request_order(kernel):
+    """A kernel_info_request and a history_request sent behind a running cell
+    are answered after it, as ipykernel answers them; on control, at once."""
+    kc = kernel.kc
+    cell = kc.execute("answer = input('go? ')", allow_stdin=True)
+    info = kc.kernel_info()
+    hist = kc.history(hist_access_type="tail", n=1, raw=True, output=False)
+    assert kc.get_stdin_msg(timeout=TIMEOUT)["content"]["prompt"] == "go? "
+    # the cell is running and waits: control answers now
+    msg = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(msg)
+    assert kc.get_control_msg(timeout=TIMEOUT)["parent_header"]["msg_id"] == \
+        msg["header"]["msg_id"]
+    kc.input("yes")
+    order = [kc.get_shell_msg(timeout=TIMEOUT) for _ in range(3)]
+    assert [m["parent_header"]["msg_id"] for m in order] == [cell, info, hist]
+    assert order[2]["content"]["history"][0][2] == "answer = input('go? ')"
+    for msg_id in (cell, info, hist):
+        kernel.iopub_until_idle(msg_id)
+    assert kernel.value("answer") == "'yes'"
+
+
+def test_connect_request_gives_the_ports(kernel):
+    msg = kernel.kc.session.msg("connect_request", {})
+    kernel.kc.shell_channel.send(msg)
+    reply = kernel.shell_reply(msg["header"]["msg_id"])
+    kernel.iopub_until_idle(msg["header"]["msg_id"])
+    assert reply["header"]["msg_type"] == "connect_reply"
+    info = kernel.km.get_connection_info()
+    for channel in ("shell", "iopub", "stdin", "control", "hb"):
+        assert reply["content"]["%s_port" % channel] == info["%s_port" % channel]
+
+
+def send_with_time_limit(kc, code, timeout):
+    """What the README shows: an execute_request with {"sandpit": {"timeout": N}}
+    in its metadata, which Debian's jupyter_client's execute() cannot send."""
+    content = {"code": code, "silent": False, "store_history": True,
+               "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+    msg = kc.session.msg("execute_request", content,
+                         metadata={"sandpit": {"timeout": timeout}})
+    kc.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def test_a_time_limit_that_is_not_one_is_refused(kernel):
+    for bad in ("soon", -1, [5]):
+        msg_id = send_with_time_limit(kernel.kc, "ran_anyway = True", bad)
+        reply = kernel.shell_reply(msg_id)
+        kernel.iopub_until_idle(msg_id)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "ValueError"
+        assert "sandpit.timeout" in reply["content"]["evalue"]
+    msg_id = send_with_time_limit(kernel.kc, "print('ran' if 'ran_anyway' in dir() "
+                                  "else 'refused')", 30)
+    assert kernel.shell_reply(msg_id)["content"]["status"] == "ok"
+    assert stdout_of(kernel.iopub_until_idle(msg_id)) == "refused\n"

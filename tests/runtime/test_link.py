@@ -21,6 +21,7 @@ GOOD = {
     link.INTERRUPT: {"shell": "s1", "parent": "m", "reason": "timeout", "limit": 2.0},
     link.SUBSHELL: {"op": "create", "id": "s1"},
     link.INPUT_REPLY: {"parent": "m", "content": {"value": "Ada"}},
+    link.HISTORY_REPLY: {"id": 3, "history": [[1, 2, "x = 1"]], "session": 4},
 }
 
 
@@ -31,8 +32,9 @@ def frame(kind, **fields):
 
 
 def test_the_kinds_are_those_of_the_c_side():
-    assert link.INCOMING == ("request", "interrupt", "subshell", "input_reply")
-    assert link.OUTGOING == ("hello", "iopub", "reply", "input_request")
+    assert link.INCOMING == ("request", "interrupt", "subshell", "input_reply",
+                             "history_reply")
+    assert link.OUTGOING == ("hello", "iopub", "reply", "input_request", "history")
 
 
 @pytest.mark.parametrize("kind", sorted(GOOD))
@@ -58,6 +60,10 @@ def test_parse_takes_each_kind_the_supervisor_sends(kind):
     (frame(link.SUBSHELL, op="rename"), "with op 'rename'"),
     (frame(link.SUBSHELL, id=["s1"]), "without id"),
     (frame(link.INPUT_REPLY, content="Ada"), "without content"),
+    (frame(link.HISTORY_REPLY, id="3"), "without id"),
+    (frame(link.HISTORY_REPLY, history=None), "one of history"),
+    (frame(link.HISTORY_REPLY, error="no"), "one of history"),
+    (frame(link.HISTORY_REPLY, history={}), "one of history"),
 ])
 def test_parse_refuses_what_is_not_a_frame(raw, why):
     with pytest.raises(link.FrameError, match=why):
@@ -75,6 +81,63 @@ def test_builders_make_the_kinds_the_worker_sends():
     assert link.reply("", "m", {}, {"m": 1})["metadata"] == {"m": 1}
     assert link.input_request("m", 42, 1) == {"type": "input_request", "parent": "m",
                                               "content": {"prompt": "42", "password": True}}
+    assert link.history_query(5, {"hist_access_type": "tail"}) == {
+        "type": "history", "id": 5, "query": {"hist_access_type": "tail"}}
+
+
+def _answering(answer):
+    """A sink that answers each history frame from another thread, as the
+    reader thread would hand over the supervisor's reply; the frames sent are
+    kept in the list it returns."""
+    import threading
+    sent = []
+
+    def sink(obj, buffers):
+        sent.append(obj)
+        reply = answer(obj)
+        if reply is not None:
+            threading.Thread(target=link.history_reply_received,
+                             args=(dict(reply, type=link.HISTORY_REPLY, id=obj["id"]),)
+                             ).start()
+    link.set_sink(sink)
+    return sent
+
+
+def test_history_asks_and_waits_for_its_own_answer():
+    sent = _answering(lambda obj: {"history": [[2, 1, "a"], [2, 2, ["b", "1"]]],
+                                   "session": 2})
+    try:
+        got = link.history({"hist_access_type": "range", "session": 0})
+        again = link.history({"hist_access_type": "tail"})
+    finally:
+        link.set_sink(None)
+    assert got == [(2, 1, "a"), (2, 2, ("b", "1"))] and got.session == 2
+    assert [f["query"] for f in sent] == [{"hist_access_type": "range", "session": 0},
+                                         {"hist_access_type": "tail"}]
+    assert sent[0]["id"] != sent[1]["id"] and again == got
+    assert link._history_waiting == {}  # nothing left waiting
+
+
+def test_history_says_why_it_was_refused():
+    _answering(lambda obj: {"error": "history: \"n\" must be a whole number"})
+    try:
+        with pytest.raises(link.HistoryError, match="must be a whole number"):
+            link.history({"n": -1})
+    finally:
+        link.set_sink(None)
+
+
+def test_history_does_not_wait_for_ever(monkeypatch):
+    monkeypatch.setattr(link, "HISTORY_WAIT", 0.01)
+    _answering(lambda obj: None)
+    try:
+        with pytest.raises(link.HistoryError, match="did not answer"):
+            link.history({})
+    finally:
+        link.set_sink(None)
+    # an answer that comes too late, or to nothing, is dropped
+    link.history_reply_received({"type": link.HISTORY_REPLY, "id": 10 ** 9,
+                                 "history": []})
 
 
 def test_dumps_writes_what_json_cannot_say():

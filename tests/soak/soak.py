@@ -218,6 +218,7 @@ def main():
                        stdout=subprocess.DEVNULL)
         os.environ["JUPYTER_PATH"] = os.path.join(base, "share", "jupyter")
         os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(base, "runtime")
+        os.environ["JUPYTER_DATA_DIR"] = os.path.join(base, "data")  # the history's
         k = start("sandpit", cwd=base)
         try:
             s = soak(k, args.cells, args.every)

@@ -91,6 +91,7 @@ void fake_init(struct fake *f)
     memset(f, 0, sizeof *f);
     log_init("kernel", LOG_ERROR, 2); /* the warnings the tests provoke are expected */
     options_init(&f->opts);
+    REQUIRE((f->opts.history = strdup("off")) != NULL); /* in memory */
     REQUIRE(kernel_init(&f->k, &f->opts, "/workspace", "tester") == 0);
     REQUIRE((f->loop = loop_new(fake_clock)) != NULL);
     f->k.loop = f->loop;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fake_kernel.h"
+#include "kernel/supervisor/handlers.h"
 #include "kernel/supervisor/shells.h"
 #include "testing.h"
 
@@ -277,6 +278,54 @@ static void test_a_lost_worker_answers_every_running_request(void)
     fake_release(&f);
 }
 
+/* The worker's history frame: answered over the link by its id, never to a
+ * client; a query that is not one is refused with a sentence, and a reply
+ * never holds more than its bound. */
+static void test_the_worker_asks_for_the_history(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128];
+    snprintf(a, sizeof a, "%s",
+             fake_request(&f, CONNECTION_SHELL, "execute_request",
+                          "{\"code\": \"x = 1\"}", NULL));
+    fake_worker_reply(&f, "", a, "ok");
+    size_t sent = f.nsent;
+    fake_worker_text(&f, "{\"type\": \"history\", \"id\": 7, \"query\": "
+                         "{\"hist_access_type\": \"range\", \"session\": 0}}");
+    const json_t *r = fake_last_frame(&f, LINK_HISTORY_REPLY);
+    REQUIRE(r != NULL);
+    CHECK_INT(json_integer_value(json_object_get(r, "id")), 7);
+    json_t *h = json_object_get(r, "history");
+    REQUIRE(json_array_size(h) == 1);
+    CHECK_STR(json_string_value(json_array_get(json_array_get(h, 0), 2)), "x = 1");
+    CHECK_INT(f.nsent, sent); /* nothing to a client */
+
+    fake_worker_text(&f, "{\"type\": \"history\", \"id\": 8, \"query\": "
+                         "{\"hist_access_type\": \"tail\", \"n\": -3}}");
+    r = fake_last_frame(&f, LINK_HISTORY_REPLY);
+    CHECK_INT(json_integer_value(json_object_get(r, "id")), 8);
+    CHECK(json_object_get(r, "history") == NULL);
+    CHECK(strstr(json_string_value(json_object_get(r, "error")), "\"n\"") != NULL);
+    CHECK_INT(f.k.bad_frames, 0);
+
+    /* many cells, a tail of more than the bound: the newest, as many as allowed */
+    for (int i = 0; i < HANDLERS_WORKER_HISTORY_ENTRIES + 5; i++)
+        history_add(&f.k.history, 100 + i, "y");
+    fake_worker_text(&f, "{\"type\": \"history\", \"id\": 9, \"query\": "
+                         "{\"hist_access_type\": \"tail\", \"n\": 2000000000}}");
+    r = fake_last_frame(&f, LINK_HISTORY_REPLY);
+    h = json_object_get(r, "history");
+    CHECK_INT(json_array_size(h), HANDLERS_WORKER_HISTORY_ENTRIES);
+    CHECK_INT(json_integer_value(json_array_get(json_array_get(h, 0), 1)), 105);
+
+    /* a frame that is not one is dropped and counted */
+    fake_worker_text(&f, "{\"type\": \"history\", \"id\": \"seven\", \"query\": {}}");
+    CHECK_INT(f.k.bad_frames, 1);
+    CHECK_INT(fake_count_frames(&f, LINK_HISTORY_REPLY), 3);
+    fake_release(&f);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_supervisor_answers_between_busy_and_idle),
     TESTING_CASE(test_unknown_request_gets_an_error_reply),
@@ -288,6 +337,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_output_after_the_cell_goes_to_the_cell),
     TESTING_CASE(test_input_goes_to_the_request_that_asked),
     TESTING_CASE(test_a_lost_worker_answers_every_running_request),
+    TESTING_CASE(test_the_worker_asks_for_the_history),
     {0},
 };
 

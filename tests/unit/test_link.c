@@ -138,8 +138,8 @@ static void test_kind_names(void)
 {
     /* The wire names: the worker's Python runtime mirrors them. */
     static const char *const names[LINK_KINDS] = {
-        "request", "interrupt", "subshell", "input_reply",
-        "hello",   "iopub",     "reply",    "input_request",
+        "request", "interrupt", "subshell", "input_reply",   "history_reply",
+        "hello",   "iopub",     "reply",    "input_request", "history",
     };
     for (int k = 0; k < LINK_KINDS; k++) {
         CHECK_STR(link_kind_name((enum link_kind)k), names[k]);
@@ -268,6 +268,41 @@ static void test_every_kind_round_trips(void)
         json_decref(o);
     }
     kinds += 3;
+
+    json_t *query = json_pack("{s:s, s:i}", "hist_access_type", "tail", "n", 3);
+    o = through_the_link(
+        link_history_build(&(struct link_history){.id = 1LL << 40, .query = query}),
+        LINK_HISTORY);
+    struct link_history hq;
+    REQUIRE(link_history_parse(o, &hq, err, sizeof err) == 0);
+    CHECK_INT(hq.id, 1LL << 40);
+    CHECK(json_equal(hq.query, query));
+    json_decref(o);
+    json_decref(query);
+    kinds++;
+
+    json_t *list = json_pack("[[i, i, s]]", 3, 1, "x = 1");
+    for (int refused = 0; refused < 2; refused++) {
+        o = through_the_link(link_history_reply_build(&(struct link_history_reply){
+                                 .id = 9,
+                                 .history = refused ? NULL : list,
+                                 .error = refused ? "no such thing" : NULL,
+                                 .session = 3}),
+                             LINK_HISTORY_REPLY);
+        struct link_history_reply hr;
+        REQUIRE(link_history_reply_parse(o, &hr, err, sizeof err) == 0);
+        CHECK_INT(hr.id, 9);
+        CHECK(refused ? hr.history == NULL : json_equal(hr.history, list));
+        CHECK_STR(hr.error, refused ? "no such thing" : NULL);
+        CHECK_INT(hr.session, 3);
+        json_decref(o);
+    }
+    /* one or the other, never both or neither */
+    CHECK(link_history_reply_build(&(struct link_history_reply){.id = 1}) == NULL);
+    CHECK(link_history_reply_build(&(struct link_history_reply){
+              .id = 1, .history = list, .error = "x"}) == NULL);
+    json_decref(list);
+    kinds++;
     CHECK_INT(kinds, LINK_KINDS);
     json_decref(header);
     json_decref(content);
@@ -293,6 +328,8 @@ static int parse_any(enum link_kind kind, const json_t *obj, char *err, size_t l
         struct link_iopub io;
         struct link_reply re;
         struct link_input_request iq;
+        struct link_history hq;
+        struct link_history_reply hr;
     } u;
     switch (kind) {
     case LINK_REQUEST:
@@ -311,6 +348,10 @@ static int parse_any(enum link_kind kind, const json_t *obj, char *err, size_t l
         return link_reply_parse(obj, &u.re, err, len);
     case LINK_INPUT_REQUEST:
         return link_input_request_parse(obj, &u.iq, err, len);
+    case LINK_HISTORY:
+        return link_history_parse(obj, &u.hq, err, len);
+    case LINK_HISTORY_REPLY:
+        return link_history_reply_parse(obj, &u.hr, err, len);
     case LINK_KINDS:
         break;
     }
@@ -364,6 +405,22 @@ static void test_malformed_frames_are_refused(void)
         {"{\"type\": \"reply\", \"shell\": \"a\\u0000b\", \"content\": {}}", "not JSON"},
         {"{\"type\": \"input_request\", \"content\": \"prompt\"}",
          "\"content\" is not an object"},
+        {"{\"type\": \"history\", \"query\": {}}", "history: no \"id\""},
+        {"{\"type\": \"history\", \"id\": -1, \"query\": {}}",
+         "\"id\" is not a whole number in range"},
+        {"{\"type\": \"history\", \"id\": 9007199254740992, \"query\": {}}",
+         "\"id\" is not a whole number in range"},
+        {"{\"type\": \"history\", \"id\": \"1\", \"query\": {}}",
+         "\"id\" is not a whole number in range"},
+        {"{\"type\": \"history\", \"id\": 1, \"query\": [\"tail\"]}",
+         "\"query\" is not an object"},
+        {"{\"type\": \"history\", \"id\": 1}", "history: no \"query\""},
+        {"{\"type\": \"history_reply\", \"id\": 1}", "neither"},
+        {"{\"type\": \"history_reply\", \"id\": 1, \"history\": {}}",
+         "\"history\" is not a list"},
+        {"{\"type\": \"history_reply\", \"id\": 1, \"history\": [], \"error\": "
+         "\"x\"}",
+         "or both"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char err[256] = "";

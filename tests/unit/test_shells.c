@@ -1,11 +1,13 @@
 /* Unit tests for the shells' queues, with fake sockets and a fake worker
  * (fake_kernel.h): one request at a time per shell, subshells at once beside
  * the main shell, control requests first, stop_on_error aborting the execute
- * requests that wait behind a failed one, subshells made and deleted. */
+ * requests that wait behind a failed one, subshells made and deleted, replies
+ * on a shell in the order of its requests, restarts. */
 #include <stdio.h>
 #include <string.h>
 
 #include "fake_kernel.h"
+#include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
 #include "testing.h"
 
@@ -235,26 +237,132 @@ static void test_execution_count_and_history(void)
               2);
     CHECK_STR(fake_labels(&f, c), "busy execute_reply idle");
     CHECK_INT(f.k.execution_count, 1);
-    CHECK_INT(f.k.history.len, 1);
+    struct history_query q = {.access = HISTORY_TAIL, .n = 10};
+    char err[128];
+    json_t *h = history_query(&f.k.history, &q, 0, 0, err, sizeof err);
+    REQUIRE(h && json_array_size(h) == 1);
+    CHECK_STR(json_string_value(json_array_get(json_array_get(h, 0), 2)), "a = 1");
+    json_decref(h);
     fake_release(&f);
 }
 
-static void test_restart_aborts_the_queues_and_starts_counting_again(void)
+static void test_restart_in_place_aborts_the_queues_and_starts_counting_again(void)
 {
     struct fake f;
     fake_init(&f);
     char a[128], b[128], r[128];
     SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a"), NULL);
     SEND(&f, b, CONNECTION_SHELL, "execute_request", EXEC("b"), NULL);
-    SEND(&f, r, CONNECTION_CONTROL, "shutdown_request", "{\"restart\": true}", NULL);
+    snprintf(r, sizeof r, "%s",
+             fake_request_md(&f, CONNECTION_CONTROL, "shutdown_request",
+                             "{\"restart\": true}", "{\"sandpit\": {\"in_place\": true}}",
+                             NULL));
     CHECK_STR(fake_labels(&f, r), "busy shutdown_reply idle");
     CHECK_INT(f.nrestarts, 1);
+    CHECK(!loop_stopped(f.loop));
     CHECK_STR(reply_status(&f, b, "execute_reply"), "aborted");
     CHECK_STR(json_string_value(
                   json_object_get(fake_find(&f, a, "execute_reply")->content, "ename")),
               "WorkerDied");
     CHECK_INT(f.k.execution_count, 0);
     CHECK_INT(f.k.history.session, 2);
+    fake_release(&f);
+}
+
+/* As the spec says: a restart is the client's to do, with a new process. */
+static void test_a_restart_request_ends_the_kernel(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char r[128];
+    SEND(&f, r, CONNECTION_CONTROL, "shutdown_request", "{\"restart\": true}", NULL);
+    CHECK_STR(fake_labels(&f, r), "busy shutdown_reply idle");
+    CHECK(json_is_true(
+        json_object_get(fake_find(&f, r, "shutdown_reply")->content, "restart")));
+    CHECK(loop_stopped(f.loop));
+    CHECK_INT(f.nrestarts, 0);
+    fake_release(&f);
+}
+
+static void test_replies_on_a_shell_come_in_request_order(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128], i[128], h[128], u[128], c[128], x[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a"), NULL);
+    SEND(&f, i, CONNECTION_SHELL, "kernel_info_request", NULL, NULL);
+    SEND(&f, h, CONNECTION_SHELL, "history_request", "{\"hist_access_type\": \"tail\"}",
+         NULL);
+    SEND(&f, u, CONNECTION_SHELL, "frobnicate_request", NULL, NULL);
+    /* on control, at once; an interrupt, at once wherever it comes */
+    SEND(&f, c, CONNECTION_CONTROL, "kernel_info_request", NULL, NULL);
+    SEND(&f, x, CONNECTION_SHELL, "interrupt_request", NULL, NULL);
+    CHECK_STR(fake_labels(&f, c), "busy kernel_info_reply idle");
+    CHECK_STR(fake_labels(&f, x), "busy interrupt_reply idle");
+    CHECK_STR(fake_labels(&f, i), "");
+    CHECK_STR(fake_labels(&f, h), "");
+    CHECK_STR(fake_labels(&f, u), "");
+    size_t before = f.nsent;
+    fake_worker_reply(&f, "", a, "ok");
+    /* the execute's reply and idle first, then the others in turn */
+    const char *want[] = {
+        "execute_reply", "idle", "busy", "kernel_info_reply", "idle", "busy",
+        "history_reply", "idle", "busy", "frobnicate_reply",  "idle"};
+    REQUIRE(f.nsent - before == sizeof want / sizeof want[0]);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        CHECK_STR(f.sent[before + k].label, want[k]);
+    CHECK_STR(reply_status(&f, h, "history_reply"), "ok");
+    fake_release(&f);
+}
+
+static void test_connect_reply_gives_the_ports(void)
+{
+    struct fake f;
+    fake_init(&f);
+    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++)
+        f.k.ports[ch] = 5000 + ch;
+    char r[128];
+    SEND(&f, r, CONNECTION_SHELL, "connect_request", NULL, NULL);
+    const struct fake_sent *s = fake_find(&f, r, "connect_reply");
+    REQUIRE(s != NULL);
+    CHECK_STR(json_string_value(json_object_get(s->content, "status")), "ok");
+    CHECK_INT(json_integer_value(json_object_get(s->content, "shell_port")), 5000);
+    CHECK_INT(json_integer_value(json_object_get(s->content, "iopub_port")), 5001);
+    CHECK_INT(json_integer_value(json_object_get(s->content, "stdin_port")), 5002);
+    CHECK_INT(json_integer_value(json_object_get(s->content, "control_port")), 5003);
+    CHECK_INT(json_integer_value(json_object_get(s->content, "hb_port")), 5004);
+    fake_release(&f);
+}
+
+static void test_a_bad_time_limit_is_refused_in_turn(void)
+{
+    struct fake f;
+    fake_init(&f);
+    const char *bad[] = {"{\"sandpit\": {\"timeout\": \"5\"}}",
+                         "{\"sandpit\": {\"timeout\": -1}}", "{\"sandpit\": 5}"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char a[128], b[128], c[128];
+        SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a"), NULL);
+        snprintf(b, sizeof b, "%s",
+                 fake_request_md(&f, CONNECTION_SHELL, "execute_request", EXEC("b"),
+                                 bad[k], NULL));
+        SEND(&f, c, CONNECTION_SHELL, "execute_request", EXEC("c"), NULL);
+        CHECK_STR(fake_labels(&f, b), ""); /* in turn, after a */
+        fake_worker_reply(&f, "", a, "ok");
+        CHECK_STR(fake_labels(&f, b), "busy execute_reply idle");
+        const struct fake_sent *r = fake_find(&f, b, "execute_reply");
+        CHECK_STR(json_string_value(json_object_get(r->content, "ename")), "ValueError");
+        /* stop_on_error: what waited behind it is aborted */
+        CHECK_STR(reply_status(&f, c, "execute_reply"), "aborted");
+    }
+    /* a good one tightens the limit */
+    char d[128];
+    snprintf(d, sizeof d, "%s",
+             fake_request_md(&f, CONNECTION_SHELL, "execute_request", EXEC("d"),
+                             "{\"sandpit\": {\"timeout\": 2.5}}", NULL));
+    const json_t *w = fake_last_frame(&f, LINK_REQUEST);
+    REQUIRE(w != NULL);
+    CHECK(json_real_value(json_object_get(w, "timeout")) == 2.5);
     fake_release(&f);
 }
 
@@ -269,7 +377,11 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_deleting_a_subshell_answers_its_requests),
     TESTING_CASE(test_at_most_fifteen_subshells),
     TESTING_CASE(test_execution_count_and_history),
-    TESTING_CASE(test_restart_aborts_the_queues_and_starts_counting_again),
+    TESTING_CASE(test_restart_in_place_aborts_the_queues_and_starts_counting_again),
+    TESTING_CASE(test_a_restart_request_ends_the_kernel),
+    TESTING_CASE(test_replies_on_a_shell_come_in_request_order),
+    TESTING_CASE(test_connect_reply_gives_the_ports),
+    TESTING_CASE(test_a_bad_time_limit_is_refused_in_turn),
     {0},
 };
 

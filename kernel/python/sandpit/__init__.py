@@ -32,6 +32,7 @@ against this table.
                           inspection    inspect_request, obj?, help()
                           autoreload    changed modules of the workspace reloaded
                           magics        %time, %%capture and the other magics
+                          history       %history, on the supervisor's history
                           shell         get_ipython()
                           completion    complete_request
                           import_hooks  IPython, ipykernel, pandas, matplotlib adjusted

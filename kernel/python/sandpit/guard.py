@@ -39,10 +39,37 @@ def _describe(args):
         return "?"
 
 
+def _unreadable_path_entries():
+    """The entries of sys.path that exist but that the sandbox keeps from
+    being read (an import there fails as if the module were missing)."""
+    found = []
+    for entry in sys.path:
+        if not isinstance(entry, str) or not entry:
+            continue
+        try:
+            if os.path.isdir(entry):
+                os.scandir(entry).close()
+            elif os.path.exists(entry):
+                open(entry, "rb").close()
+        except PermissionError:
+            found.append(entry)
+        except OSError:
+            pass
+    return found
+
+
 def explain(exc):
     """A note for an error that the sandbox or a limit caused, or None."""
     import errno
     env = os.environ
+    if isinstance(exc, ModuleNotFoundError) and env.get("SANDPIT_SANDBOX", "on") == "on":
+        unreadable = _unreadable_path_entries()
+        if unreadable:
+            return ("sandpit: %s on sys.path cannot be read in this kernel's sandbox, and "
+                    "nothing there can be imported: if the module is there, give the "
+                    "kernel --venv DIR (a virtual environment) or --read DIR (a folder it "
+                    "may read)" % ", ".join(unreadable))
+        return None
     if isinstance(exc, MemoryError) and env.get("SANDPIT_MEMORY_MIB", "0") != "0":
         return ("sandpit: this kernel's memory limit is %s MiB (--memory)"
                 % env["SANDPIT_MEMORY_MIB"])

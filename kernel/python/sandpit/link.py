@@ -9,20 +9,26 @@ side, and this module is the one place in the runtime that names them:
     interrupt    an interrupt or a time   iopub          a message for iopub
                  limit, for one request   reply          a request's one reply
     subshell     a subshell created or    input_request  input() asks the client
-                 deleted
-    input_reply  the client's answer
+                 deleted                  history        a query of the history
+    input_reply  the client's answer                     (the supervisor keeps it)
+    history_reply  the answer to a history
 
 parse() checks what comes in and raises FrameError for anything else; a
-builder per kind makes what goes out. This module is also the only one that
+builder per kind makes what goes out. history() asks the supervisor for the
+history and waits for its answer, which the reader thread hands over with
+history_reply_received(). This module is also the only one that
 calls _sandpit, the C module the worker's embedding gives Python (frames,
 the output pump, the log). Outside a worker (the runtime's unit tests) there
 is no _sandpit: set_sink() then captures what would be sent, and output goes
 to file descriptors 1 and 2 themselves.
 """
 
+import itertools
 import json
 import math
 import os
+import queue
+import threading
 
 try:
     import _sandpit
@@ -34,14 +40,16 @@ REQUEST = "request"
 INTERRUPT = "interrupt"
 SUBSHELL = "subshell"
 INPUT_REPLY = "input_reply"
+HISTORY_REPLY = "history_reply"
 # worker to supervisor
 HELLO = "hello"
 IOPUB = "iopub"
 REPLY = "reply"
 INPUT_REQUEST = "input_request"
+HISTORY = "history"
 
-INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY)
-OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST)
+INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY, HISTORY_REPLY)
+OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST, HISTORY)
 
 # What parse() requires of each kind of frame from the supervisor: field -> type.
 _REQUIRED = {
@@ -49,6 +57,7 @@ _REQUIRED = {
     INTERRUPT: {"shell": str, "parent": str, "reason": str},
     SUBSHELL: {"op": str, "id": str},
     INPUT_REPLY: {"parent": str, "content": dict},
+    HISTORY_REPLY: {"id": int},
 }
 SUBSHELL_OPS = ("create", "delete")
 INTERRUPT_REASONS = ("interrupt", "timeout")
@@ -83,6 +92,10 @@ def parse(raw, buffers=()):
         raise FrameError("a subshell frame with op %r" % (frame["op"],))
     if kind == INTERRUPT and frame["reason"] not in INTERRUPT_REASONS:
         raise FrameError("an interrupt frame with reason %r" % (frame["reason"],))
+    if kind == HISTORY_REPLY and not (isinstance(frame.get("history"), list)
+                                      != isinstance(frame.get("error"), str)):
+        raise FrameError("a history_reply frame without one of history (list) or "
+                         "error (str)")
     return kind, frame, list(buffers)
 
 
@@ -113,6 +126,12 @@ def input_request(parent, prompt, password):
     """input() or getpass() in the request whose msg_id is parent."""
     return {"type": INPUT_REQUEST, "parent": parent,
             "content": {"prompt": str(prompt), "password": bool(password)}}
+
+
+def history_query(query_id, query):
+    """A query of the history (the fields of a history_request's content),
+    numbered query_id for its answer."""
+    return {"type": HISTORY, "id": query_id, "query": query}
 
 
 def _clean(obj):
@@ -226,6 +245,70 @@ def output_end(msg_id):
         return 0
     flush()
     return _sandpit.output_end(msg_id)
+
+
+# --- the history, which the supervisor keeps ---------------------------------------
+
+HISTORY_WAIT = 30  # seconds to wait for the supervisor's answer
+
+_history_ids = itertools.count(1)
+_history_waiting = {}  # query id -> queue.Queue for its history_reply
+_history_lock = threading.Lock()
+
+
+class HistoryError(RuntimeError):
+    """The supervisor refused a history query (its sentence says why), or did
+    not answer it."""
+
+
+def history(query):
+    """Asks the supervisor for the history and waits for the answer: a list of
+    (session, line, input) or, with "output" in the query, (session, line,
+    (input, output)). query has the fields of a history_request's content
+    (hist_access_type, session, start, stop, n, pattern, unique, raw, output).
+    Any thread may call it; HistoryError when the supervisor refuses the
+    query or does not answer within HISTORY_WAIT seconds."""
+    box = queue.Queue(1)
+    with _history_lock:
+        query_id = next(_history_ids)
+        _history_waiting[query_id] = box
+    try:
+        send(history_query(query_id, query))
+        try:
+            frame = box.get(timeout=HISTORY_WAIT)
+        except queue.Empty:
+            raise HistoryError("the kernel did not answer the history query within "
+                               "%d s" % HISTORY_WAIT) from None
+    finally:
+        with _history_lock:
+            _history_waiting.pop(query_id, None)
+    if "error" in frame:
+        raise HistoryError(frame["error"])
+    found = History(tuple(tuple(x) if isinstance(x, list) else x for x in entry)
+                    for entry in frame["history"])
+    found.session = frame.get("session")
+    return found
+
+
+class History(list):
+    """What history() found: a list of entries, and in .session the number of
+    the kernel's current session (None if the supervisor did not say)."""
+
+    session = None
+
+
+def history_reply_received(frame):
+    """A history_reply from the supervisor (the reader thread calls this):
+    handed to the history() that waits for it, by its id."""
+    with _history_lock:
+        box = _history_waiting.get(frame["id"])
+    if box is None:
+        log("warning", "a history reply that nothing waits for (%d)" % frame["id"])
+        return
+    try:
+        box.put_nowait(frame)
+    except queue.Full:
+        log("warning", "a second history reply for the same query (%d)" % frame["id"])
 
 
 _LEVELS = {"error": 0, "warning": 1, "info": 2, "debug": 3}

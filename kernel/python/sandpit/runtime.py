@@ -10,7 +10,8 @@ link. The path of one request, as a reader would follow it:
                        shell: the main thread for the main shell (it runs
                        cells, so that SIGINT raises KeyboardInterrupt in them),
                        a thread of its own for each subshell; input replies
-                       and interrupt notes go to the Request they name
+                       and interrupt notes go to the Request they name, a
+                       history reply to the link.history() that waits for it
     handle()           makes the Request current in its thread, calls
                        handlers.HANDLERS[msg_type] and sends its one reply
                        (link.reply), whatever happens in between
@@ -38,6 +39,7 @@ from . import display
 from . import execution
 from . import guard
 from . import handlers
+from . import history
 from . import import_hooks
 from . import link
 from . import request
@@ -127,6 +129,8 @@ def _route(kind, frame, buffers):
             link.log("warning", "an input reply for a request that is not running")
         else:
             req.give_input(frame["content"])
+    elif kind == link.HISTORY_REPLY:
+        link.history_reply_received(frame)
     elif kind == link.INTERRUPT:
         _interrupt(frame)
     elif kind == link.SUBSHELL:
@@ -239,15 +243,28 @@ def _reply(req, content, metadata=None):
 
 # What sets up the user's world before the first cell, in this order: display(),
 # comms, get_ipython(), the hooks that adapt IPython, ipykernel, pandas and
-# matplotlib as they are imported, the audit hook that explains the sandbox, and
-# the seed of random numbers (--seed).
+# matplotlib as they are imported, the audit hook that explains the sandbox, the
+# seed of random numbers (--seed), and %history.
 INSTALLERS = [display.install, comms.install, shell.install, import_hooks.install,
-              guard.install, seeding.install]
+              guard.install, seeding.install, history.install]
 
 
 def _figure_formatters(fig):
     from . import figures
     return figures.formatters(fig)
+
+
+def add_site_dir(path):
+    """Puts a site-packages folder (--venv's) and what its .pth files name on
+    sys.path, before the system's packages, as a virtual environment's own
+    Python has them. Called by the worker before the preloads."""
+    import site
+    before = list(sys.path)
+    site.addsitedir(path)
+    added = [p for p in sys.path if p not in before]
+    first_site = next((i for i, p in enumerate(before)
+                       if p.endswith(("site-packages", "dist-packages"))), len(before))
+    sys.path[:] = before[:first_site] + added + before[first_site:]
 
 
 def prepare_lock():

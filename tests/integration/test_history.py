@@ -1,0 +1,169 @@
+"""The history, which the supervisor keeps in an SQLite database of the user's:
+a kernel restarted through jupyter_client (a new process, as the spec has it)
+still has the earlier session's cells, for history_request and for %history in
+a cell; several kernels write to one database at once; a corrupt database
+leaves the history in memory and the log says so once; --history off keeps it
+in memory, and by default it is in the Jupyter data folder. The worker's own
+queries are checked as a client's are."""
+
+import os
+import sqlite3
+
+from sandpit_testing import TIMEOUT, install_spec, start, stop
+
+
+def history(k, **query):
+    reply = k.request("history", raw=True, output=False, **query)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return reply["content"]["history"]
+
+
+def log_lines(path, start):
+    return [line for line in path.read_text().splitlines() if start in line]
+
+
+def test_a_restarted_kernel_has_the_earlier_session(jupyter_dir, tmp_path):
+    db = tmp_path / "history.sqlite"
+    k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=str(tmp_path))
+    try:
+        k.run("alpha = 20")
+        k.execute("alpha + 1")
+        first = history(k, hist_access_type="range", session=0, start=1)
+        assert [e[1:] for e in first] == [[1, "alpha = 20"], [2, "alpha + 1"]]
+        session = first[0][0]
+        old = k.km.provisioner.process
+        k.km.restart_kernel(now=False)
+        k.kc.wait_for_ready(timeout=TIMEOUT)
+        k.drain_iopub()
+        # a new process, as the spec has it, and it ended by itself
+        assert old.poll() == 0
+        assert history(k, hist_access_type="range", session=-1, start=1) == first
+        assert history(k, hist_access_type="range", session=session, start=2) == first[1:]
+        reply = k.request("history", hist_access_type="tail", n=3, output=True, raw=True)
+        assert [session, 2, ["alpha + 1", "21"]] in reply["content"]["history"]
+        found = history(k, hist_access_type="search", pattern="alpha*", unique=True)
+        assert [e[2] for e in found] == ["alpha = 20", "alpha + 1"]
+
+        # %history in a cell, over the link
+        def numbered(line, text, other=True):
+            label = "%d/%d" % (session, line) if other else str(line)
+            return "%s: %s\n" % (label.rjust(4), text)
+        k.run("beta = 2")
+        assert k.run("%history -n ~1/") == numbered(1, "alpha = 20") + numbered(
+            2, "alpha + 1")
+        assert k.run("%history 1") == "beta = 2\n"
+        assert k.run("%hist -g alpha -u") == numbered(1, "alpha = 20") + numbered(
+            2, "alpha + 1") + numbered(4, "%hist -g alpha -u", other=False)
+        assert k.run("%history -l 2") == "%history 1\n%hist -g alpha -u\n"
+        assert k.run("%history -o ~1/2") == "alpha + 1\n21\n"
+    finally:
+        stop(k)
+
+
+def test_the_worker_queries_are_checked(jupyter_dir, tmp_path):
+    k = start(install_spec(jupyter_dir, "--history", "off"), cwd=str(tmp_path))
+    try:
+        k.run("import sandpit.link as L")
+        reply, _ = k.execute("L.history({'hist_access_type': 'tail', 'n': -1})")
+        assert reply["content"]["ename"] == "HistoryError"
+        assert '"n" must be a whole number' in reply["content"]["evalue"]
+        reply, _ = k.execute("L.history({'hist_access_type': 'everything'})")
+        assert "tail, range or search" in reply["content"]["evalue"]
+        reply, _ = k.execute("L.history({'hist_access_type': 'search', 'pattern': 5})")
+        assert '"pattern"' in reply["content"]["evalue"]
+        # a frame that is not one is dropped; the kernel goes on
+        k.run("L.send({'type': 'history', 'id': 'x', 'query': []})")
+        assert k.run("print(len(L.history({'n': 2})))") == "2\n"
+        assert k.run("%history -l 1") == "print(len(L.history({'n': 2})))\n"
+    finally:
+        stop(k)
+
+
+def test_two_kernels_write_at_once(jupyter_dir, tmp_path):
+    db = tmp_path / "shared.sqlite"
+    name = install_spec(jupyter_dir, "--history", str(db))
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    kernels = []
+    try:
+        for path in logs:
+            with open(path, "wb") as log:
+                kernels.append(start(name, cwd=str(tmp_path), stderr=log))
+        sent = []
+        for i in range(25):
+            for n, k in enumerate(kernels):
+                sent.append((k, k.kc.execute("v%d_%d = %d" % (n, i, i))))
+        for k, msg_id in sent:
+            assert k.shell_reply(msg_id)["content"]["status"] == "ok"
+        sessions = [history(k, hist_access_type="range", session=0)[0][0] for k in kernels]
+    finally:
+        for k in kernels:
+            stop(k)
+    assert sessions[0] != sessions[1]
+    con = sqlite3.connect(str(db))
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        counts = dict(con.execute("SELECT session, count(*) FROM history GROUP BY session"))
+        assert counts == {sessions[0]: 25, sessions[1]: 25}
+        ended = con.execute("SELECT count(*) FROM sessions WHERE end IS NOT NULL "
+                            "AND num_cmds = 25").fetchone()[0]
+        assert ended == 2
+    finally:
+        con.close()
+    for path in logs:
+        assert log_lines(path, "history:") == []
+
+
+def test_a_corrupt_database_leaves_the_history_in_memory(jupyter_dir, tmp_path):
+    db = tmp_path / "history.sqlite"
+    garbage = b"this is not an SQLite database\n" * 100
+    db.write_bytes(garbage)
+    log_path = tmp_path / "kernel.log"
+    with open(log_path, "wb") as log:
+        k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=str(tmp_path),
+                  stderr=log)
+    try:
+        for code in ("one = 1", "two = 2", "one + two"):
+            k.run(code)
+        assert [e[2] for e in history(k, hist_access_type="tail", n=3)] == [
+            "one = 1", "two = 2", "one + two"]
+    finally:
+        stop(k)
+    said = log_lines(log_path, "history:")
+    assert len(said) == 1, said
+    assert "cannot use %s (file is not a database)" % db in said[0]
+    assert "in memory" in said[0]
+    assert db.read_bytes() == garbage  # left as it was
+
+
+def test_the_default_database_and_history_off(jupyter_dir, tmp_path):
+    data = {"default": tmp_path / "data-default", "off": tmp_path / "data-off"}
+    specs = {"default": "sandpit", "off": install_spec(jupyter_dir, "--history", "off")}
+    for which in ("default", "off"):
+        env = dict(os.environ, JUPYTER_DATA_DIR=str(data[which]))
+        k = start(specs[which], cwd=str(tmp_path), env=env)
+        try:
+            k.run("kept_%s = 1" % which)
+            assert [e[2] for e in history(k, hist_access_type="tail", n=1)] == [
+                "kept_%s = 1" % which]
+            if which == "off":
+                # A restart request ends the kernel, as the spec says; the client
+                # starts another, which has nothing of the first.
+                proc = k.km.provisioner.process
+                msg = k.kc.session.msg("shutdown_request", {"restart": True})
+                k.kc.control_channel.send(msg)
+                reply = k.kc.get_control_msg(timeout=TIMEOUT)
+                assert reply["content"] == {"status": "ok", "restart": True}
+                assert proc.wait(timeout=TIMEOUT) == 0
+                k.km.restart_kernel(now=True)
+                k.kc.wait_for_ready(timeout=TIMEOUT)
+                assert history(k, hist_access_type="tail", n=5) == []
+        finally:
+            stop(k)
+    made = data["default"] / "sandpit" / "history.sqlite"
+    con = sqlite3.connect(str(made))
+    try:
+        assert con.execute("SELECT source_raw FROM history").fetchall() == [
+            ("kept_default = 1",)]
+    finally:
+        con.close()
+    assert not (data["off"] / "sandpit").exists()
