@@ -106,7 +106,8 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
              jupyter-nbconvert python3-nbconvert jupyter-console tmux \
              python3-numpy python3-pandas python3-matplotlib python3-pil python3-jedi \
-             python3-comm python3-ipywidgets jupyter-notebook python3-notebook \
+             python3-comm python3-ipywidgets python3-rich python3-pygments \
+             jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
              jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)

@@ -54,9 +54,11 @@ static double on_escalation(struct loop *l, long long id, void *data)
     struct request *r = sh->current;
     r->escalation_timer = 0;
     char why[512];
+    /* The worker says "cell exceeded its time limit of N s" when the cell
+     * stops (sandpit/handlers.py): the same words begin this one. */
     if (r->interrupted_for_timeout)
         snprintf(why, sizeof why,
-                 "The cell exceeded its time limit of %g s and did not stop when "
+                 "cell exceeded its time limit of %g s and did not stop when "
                  "interrupted, so its worker was restarted: variables and imports "
                  "from earlier cells are lost.",
                  r->timeout_s);
@@ -66,7 +68,7 @@ static double on_escalation(struct loop *l, long long id, void *data)
                  "probably inside a long call to compiled code), so its worker was "
                  "restarted: variables and imports from earlier cells are lost.",
                  LIMITS_INTERRUPT_GRACE_S);
-    log_warn("%s", why);
+    /* Logged once, with the request it ends (shells.c), not here as well. */
     k->io.restart_worker(k->io.ctx, why);
     return LOOP_NOMORE;
 }

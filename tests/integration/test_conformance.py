@@ -35,6 +35,7 @@ class SandpitKernelTests(jupyter_kernel_test.KernelTests):
         {"text": "zi", "matches": {"zip"}},
         {"text": "import os; os.path.jo", "matches": {"join"}},
         {"text": "%ti", "matches": {"%time", "%%time", "%timeit", "%%timeit"}},
+        {"text": "import json.deco", "matches": {"json.decoder"}},
     ]
     code_inspect_sample = "zip"
     code_page_something = "zip?"

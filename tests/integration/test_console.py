@@ -1,6 +1,6 @@
 """jupyter console, the terminal client, driven under tmux as a person would:
 typed lines, multi-line input (the console asks is_complete_request), errors,
-persistent variables and input()."""
+persistent variables, input() and exit."""
 
 import os
 import subprocess
@@ -48,6 +48,16 @@ class Console:
                 return
             time.sleep(0.05)
 
+    def ended(self, timeout=20):
+        """Waits until the console has quit (its tmux session is gone)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if subprocess.run(["tmux", "-L", self.sock, "has-session", "-t", "c"],
+                              stderr=subprocess.DEVNULL).returncode != 0:
+                return True
+            time.sleep(0.1)
+        return False
+
     def close(self):
         subprocess.run(["tmux", "-L", self.sock, "kill-server"], stderr=subprocess.DEVNULL)
 
@@ -86,3 +96,8 @@ def test_console_session(console):
     console.wait_for("In [7]:")
     console.type("print('hello', name)")
     console.wait_for("hello Ada")
+    # exit, as in IPython: the kernel asks the console to end the session (an
+    # ask_exit payload), and the console quits, taking its tmux session along
+    console.tmux(["send-keys", "-t", "c", "-l", "exit"])
+    console.tmux(["send-keys", "-t", "c", "Enter"])
+    assert console.ended(), console.screen()

@@ -71,16 +71,19 @@ def test_the_workspace_option(jupyter_dir, tmp_path):
         target = started / "escaped.txt"
         reply, _ = k.execute("open(%r, 'w').write('x')" % str(target))
         c = reply["content"]
+        why = " (outside the workspace: this kernel may write only in its workspace, %s, " \
+            % ws.resolve()
         if layers["mount-namespace"] == "active":  # all but the workspace is read-only
-            assert (c["ename"], c["evalue"]) == (
-                "OSError", "[Errno 30] Read-only file system: %r" % str(target)), c
+            assert c["ename"] == "OSError", c
+            assert c["evalue"].startswith("[Errno 30] Read-only file system" + why), c
         elif layers["landlock"] == "active":
-            assert (c["ename"], c["evalue"]) == (
-                "PermissionError", "[Errno 13] Permission denied: %r" % str(target)), c
+            assert c["ename"] == "PermissionError", c
+            assert c["evalue"].startswith("[Errno 13] Permission denied" + why), c
         else:
             print("not applicable: neither a mount namespace nor Landlock here, so "
                   "nothing keeps the code from writing where the kernel started")
             return
+        assert c["evalue"].endswith(": %r" % str(target)), c
         assert not target.exists()
         assert os.listdir(started) == []
     finally:

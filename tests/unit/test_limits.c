@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fake_kernel.h"
+#include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
 #include "testing.h"
 
@@ -60,6 +61,39 @@ static void test_time_limit_then_escalation_in_the_main_shell(void)
     fake_advance(&f, 100);
     CHECK_INT(f.nrestarts, 1);
     CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 1);
+    fake_release(&f);
+}
+
+/* The time limit's words are the worker's ("cell exceeded its time limit of
+ * N s"), and the restart it causes is one warning in the log, not two. */
+static void test_a_restart_for_the_time_limit_is_logged_once(void)
+{
+    struct fake f;
+    fake_init(&f);
+    FILE *log = tmpfile();
+    REQUIRE(log != NULL);
+    log_init("kernel", LOG_WARN, fileno(log));
+    f.opts.timeout_s = 2;
+    char a[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"while 1: pass\"}",
+         NULL);
+    fake_advance(&f, 2.1);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S + 0.1);
+    REQUIRE(f.nrestarts == 1);
+    const struct fake_sent *s = fake_find(&f, a, "error");
+    REQUIRE(s != NULL);
+    const char *evalue = json_string_value(json_object_get(s->content, "evalue"));
+    CHECK(evalue && strncmp(evalue, "cell exceeded its time limit of 2 s", 35) == 0);
+    char text[4096] = "";
+    rewind(log);
+    size_t n = fread(text, 1, sizeof text - 1, log);
+    text[n] = 0;
+    int times = 0;
+    for (const char *p = text; (p = strstr(p, "time limit of 2 s")); p++)
+        times++;
+    CHECK_INT(times, 1);
+    log_init("kernel", LOG_ERROR, 2);
+    fclose(log);
     fake_release(&f);
 }
 
@@ -218,6 +252,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_a_cell_that_stops_in_time_leaves_no_timer),
     TESTING_CASE(test_a_request_may_tighten_its_limit_not_loosen_it),
     TESTING_CASE(test_an_interrupt_not_obeyed_restarts_the_worker),
+    TESTING_CASE(test_a_restart_for_the_time_limit_is_logged_once),
     TESTING_CASE(test_the_output_cap),
     {0},
 };

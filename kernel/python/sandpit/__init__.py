@@ -22,6 +22,7 @@ against this table.
     2 execution           guard         what the sandbox refuses, in clear words
                           execution     compile and run a cell, its result, await
                           tracebacks    an exception as the client shows it
+                          debugger      pdb on an error, over the client's stdin
                           seeding       --seed: random and numpy.random seeded
     3 display             pretty        IPython's text/plain of an object
                           display       MIME bundles, display(), display objects
@@ -31,6 +32,7 @@ against this table.
                           comms         the comms of widgets and extensions
                           inspection    inspect_request, obj?, help()
                           autoreload    changed modules of the workspace reloaded
+                          storage       %store and %save: kept in the workspace
                           magics        %time, %%capture and the other magics
                           history       %history, on the supervisor's history
                           shell         get_ipython()

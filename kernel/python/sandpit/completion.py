@@ -7,6 +7,8 @@ the cell up to the cursor (inputs.Lexer follows its strings and brackets):
   %%writefile and %run, backends for %matplotlib, Python for %time;
 - inside a string: the keys of the dictionary being indexed (d["al"), or
   else file paths relative to the working folder (open("data/tr");
+- a module's name after import or from: the dotted name whole
+  ("import json.deco" gives "json.decoder"), as IPython completes it;
 - Python: jedi when it can be imported (jedi.Interpreter on the live
   namespace: it runs no process), otherwise the standard library's means:
   names of the namespace and builtins, attributes of a dotted name (looked up,
@@ -360,7 +362,19 @@ def _python_view(ctx, blank=0):
     return "".join(chars)
 
 
+# The module name being typed after "import" (also in "import a, b") or
+# "from": IPython completes it whole, "json.deco" to "json.decoder".
+_MODULE_NAME = re.compile(r"^\s*(?:import\s+(?:[\w.]+\s*,\s*)*|from\s+)([\w.]*)$")
+
+
 def _python(ctx, user_ns, blank=0):
+    m = _MODULE_NAME.match(ctx.line[blank:])
+    if m and ctx.at_statement_start:
+        word = m.group(1)
+        parts = word.split(".")
+        head = ".".join(parts[:-1]) + "." if len(parts) > 1 else ""
+        return ([Match(head + n, "module") for n in _modules(parts[:-1], parts[-1])],
+                ctx.cursor - len(word))
     jedi = _get_jedi() if use_jedi() else False
     matches, start = [], ctx.cursor
     if jedi:
@@ -534,17 +548,20 @@ def _modules(parents, prefix):
     import importlib.util
     import pkgutil
     if parents:
+        # what is imported already under that name (os.path, which no folder holds)
+        dotted = ".".join(parents) + "."
+        names = {key[len(dotted):] for key in list(sys.modules)
+                 if key.startswith(dotted) and "." not in key[len(dotted):]}
         try:
             spec = importlib.util.find_spec(parents[0])
         except (ImportError, ValueError):
-            return []
+            spec = None
         locations = list(getattr(spec, "submodule_search_locations", None) or [])
         for part in parents[1:]:
             locations = [os.path.join(loc, part) for loc in locations
                          if os.path.isdir(os.path.join(loc, part))]
-        if not locations:
-            return []
-        names = {m.name for m in pkgutil.iter_modules(locations)}
+        if locations:
+            names |= {m.name for m in pkgutil.iter_modules(locations)}
     else:
         names = {m.name for m in pkgutil.iter_modules()} | set(sys.builtin_module_names)
     return sorted(n for n in names if n.startswith(prefix) and

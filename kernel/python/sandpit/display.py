@@ -10,7 +10,8 @@ sandpit's messages match ipykernel's:
   `_repr_pdf_`, `_repr_jpeg_`, `_repr_latex_`, `_repr_json_`,
   `_repr_javascript_`; each may return data or (data, metadata); binary data
   goes out base64-encoded;
-- text/plain always (sandpit.pretty: IPython's layout, without IPython);
+- text/plain always (sandpit.pretty: IPython's layout, without IPython),
+  unless an extension has replaced its formatter (rich's %load_ext);
 - a few types are formatted by name, without importing their library: a
   matplotlib Figure renders as an image (see sandpit.figures), a pandas Series
   as an HTML table like a DataFrame's.
@@ -83,7 +84,9 @@ def format_object(obj, include=None, exclude=None):
                 metadata[key] = value
     by_type = _type_formatters(obj)
     if _wanted("text/plain", include, exclude) and "text/plain" not in data:
-        data["text/plain"] = _plain_text(obj)
+        text = _plain_text(obj)
+        if text is not None:
+            data["text/plain"] = text
     for mime, method, accepted in FORMATS:
         special = by_type.get(mime)
         if (mime in data and special is None) or not _wanted(mime, include, exclude):
@@ -195,9 +198,25 @@ def _encode(mime, value):
     return value
 
 
+# What replaced the text/plain formatter (get_ipython().display_formatter
+# .formatters["text/plain"] = fn, as rich's %load_ext does): fn(obj) -> str,
+# or None for no text/plain (rich then displays the object itself).
+_plain_formatter = None
+
+
+def set_plain_formatter(fn):
+    """Makes fn(obj) the text/plain of every object (None: sandpit.pretty again)."""
+    global _plain_formatter
+    _plain_formatter = fn
+
+
 def _plain_text(obj):
+    """The text/plain of obj, or None when a replaced formatter gives none."""
     from . import pretty
     try:
+        if _plain_formatter is not None:
+            text = _plain_formatter(obj)
+            return text if isinstance(text, str) or text is None else str(text)
         return pretty.pretty(obj)
     except Exception as e:
         _report_failure("the text/plain representation of %s" % _short_repr(obj), e)

@@ -10,11 +10,25 @@ not permitted", a DNS lookup with "Temporary failure in name resolution".
 An audit hook (PEP 578) sees those calls first and refuses them with a
 PermissionError that names what was refused and why, before the call is
 even tried. It only ever refuses what the sandbox would refuse anyway.
+
+Files cannot be judged beforehand (the workspace's own rules, /dev/null,
+the folders given read-only), so a refused file keeps the kernel's error,
+and reword() makes its message say why when the error is shown: the file is
+outside the workspace, the only folder the kernel may write in, or outside
+the folders it may read. The audit hook notes, per thread, which path was
+last opened and whether for writing, which tells a refused read from a
+refused write when both give "Permission denied". multiprocessing's pools
+and queues (which need a semaphore in /dev/shm, read-only, before they even
+try to start a process) say that new processes are disabled
+(guard_semaphores(), applied by sandpit.import_hooks when multiprocessing
+loads).
 """
 
+import errno
 import os
 import socket
 import sys
+import threading
 
 _PROGRAMS = ("starting programs is disabled in this kernel's sandbox (no shell, no "
              "subprocess, no os.exec*)")
@@ -59,9 +73,10 @@ def _unreadable_path_entries():
 
 
 def explain(exc):
-    """A note for an error that the sandbox or a limit caused, or None."""
-    import errno
+    """Makes the message of an error that the sandbox or a limit caused say
+    so (reword()); returns a note to add for what a message cannot hold, or None."""
     env = os.environ
+    reword(exc)
     if isinstance(exc, ModuleNotFoundError) and env.get("SANDPIT_SANDBOX", "on") == "on":
         unreadable = _unreadable_path_entries()
         if unreadable:
@@ -70,9 +85,6 @@ def explain(exc):
                     "kernel --venv DIR (a virtual environment) or --read DIR (a folder it "
                     "may read)" % ", ".join(unreadable))
         return None
-    if isinstance(exc, MemoryError) and env.get("SANDPIT_MEMORY_MIB", "0") != "0":
-        return ("sandpit: this kernel's memory limit is %s MiB (--memory)"
-                % env["SANDPIT_MEMORY_MIB"])
     if not isinstance(exc, OSError):
         return None
     if exc.errno == errno.EFBIG and env.get("SANDPIT_MAX_FILE_MIB", "0") != "0":
@@ -80,15 +92,100 @@ def explain(exc):
                 % env["SANDPIT_MAX_FILE_MIB"])
     if env.get("SANDPIT_SANDBOX", "on") != "on":
         return None
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and exc.filename:
-        return ("sandpit: this kernel's sandbox lets code write only in its workspace (%s) "
-                "and its temporary folder, and read only those and the system's Python and "
-                "libraries" % env.get("SANDPIT_WORKSPACE", os.getcwd()))
-    if exc.errno == errno.EPERM:
+    if exc.errno == errno.EPERM and not exc.filename:
         return ("sandpit: this kernel's sandbox refused a system call: no new processes "
                 "or programs, no network or local sockets, no changes of identity, "
                 "nothing that reaches other processes")
     return None
+
+
+_last = threading.local()  # .path, .writing: this thread's last file operation
+
+
+def _inside(path, folder):
+    return bool(folder) and (path == folder or path.startswith(folder.rstrip(os.sep) + os.sep))
+
+
+def _writing(path):
+    """True when this thread's last operation on path wrote, False when it
+    read, None when it is not known."""
+    last = getattr(_last, "path", None)
+    if last is None:
+        return None
+    try:
+        if os.path.abspath(os.fsdecode(last)) != path:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return _last.writing
+
+
+def reword(exc):
+    """Says in exc's own message why the sandbox or a limit refused it: a
+    file outside the workspace, a MemoryError at the --memory limit. Returns
+    True when it did. The error keeps its type, errno and filename."""
+    env = os.environ
+    if isinstance(exc, MemoryError):
+        limit = env.get("SANDPIT_MEMORY_MIB", "0")
+        if limit != "0" and not exc.args:
+            exc.args = ("the worker could not get more memory within this kernel's limit "
+                        "of %s MiB (--memory)" % limit,)
+            return True
+        return False
+    if (not isinstance(exc, OSError) or env.get("SANDPIT_SANDBOX", "on") != "on"
+            or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS)
+            or exc.filename is None or getattr(exc, "_sandpit_reworded", False)):
+        return False
+    try:
+        path = os.path.abspath(os.fsdecode(exc.filename))
+    except (TypeError, ValueError):
+        return False
+    workspace = env.get("SANDPIT_WORKSPACE") or os.getcwd()
+    tmp = env.get("TMPDIR", "")
+    if _inside(path, tmp):
+        return False
+    writing = exc.errno == errno.EROFS or _writing(path)
+    if _inside(path, workspace):
+        if not writing:
+            return False  # the file's own permissions, not the sandbox
+        why = ("the sandbox keeps the dot-files and dot-folders at the top of a home "
+               "folder read-only, and no new one can be made there: logins and tools run "
+               "code from them")
+    elif writing:
+        why = ("outside the workspace: this kernel may write only in its workspace, %s, "
+               "and its temporary folder, %s" % (workspace, tmp or "$TMPDIR"))
+    elif writing is None:
+        why = ("outside the workspace: this kernel may write only in its workspace, %s, "
+               "and its temporary folder, and read only those and the folders of Python "
+               "and its libraries" % workspace)
+    else:
+        why = ("outside the folders this kernel may read: its workspace, %s, its "
+               "temporary folder and the folders of Python and its libraries" % workspace)
+    exc.strerror = "%s (%s)" % (exc.strerror or os.strerror(exc.errno), why)
+    exc._sandpit_reworded = True
+    return True
+
+
+def guard_semaphores(synchronize):
+    """multiprocessing.synchronize's SemLock (under every Lock, Queue, Pool,
+    ProcessPoolExecutor and Manager) refused by the sandbox becomes the
+    PermissionError that a new process gets."""
+    cls = synchronize.SemLock
+    init = cls.__init__
+    if getattr(init, "_sandpit", False) or os.environ.get("SANDPIT_SANDBOX", "on") != "on":
+        return
+
+    def __init__(self, *args, **kwargs):
+        try:
+            init(self, *args, **kwargs)
+        except OSError as e:
+            if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSYS):
+                raise
+            raise PermissionError(
+                "%s: multiprocessing needs other processes, and cannot even make the "
+                "locks and queues it shares with them" % _PROCESSES) from None
+    __init__._sandpit = True
+    cls.__init__ = __init__
 
 
 def _make_hook(network):
@@ -97,6 +194,19 @@ def _make_hook(network):
     def hook(event, args):
         # Most events are none of these: the first test is a set look-up.
         if event not in _EVENTS:
+            return
+        if event == "open":  # noted, for reword(): a read or a write?
+            _last.path = args[0] if isinstance(args[0], (str, bytes)) else None
+            mode, flags = args[1], args[2] if len(args) > 2 else 0
+            _last.writing = (any(c in mode for c in "wax+") if isinstance(mode, str)
+                             else bool(flags & _WRITE_FLAGS) if isinstance(flags, int)
+                             else None)
+            return
+        if event in _WRITES:
+            _last.path, _last.writing = args[0], True
+            return
+        if event in _READS:
+            _last.path, _last.writing = args[0], False
             return
         if event == "os.system":
             raise PermissionError("%s: os.system(%r) was refused"
@@ -126,11 +236,15 @@ def _make_hook(network):
     return hook
 
 
+_WRITES = frozenset(("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.chmod",
+                     "os.chown", "os.utime", "os.truncate", "os.symlink", "os.link"))
+_READS = frozenset(("os.listdir", "os.scandir"))
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _EVENTS = frozenset((
     "os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
     "os.forkpty", "os.kill", "os.killpg", "socket.__new__", "socket.getaddrinfo",
-    "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr",
-))
+    "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr", "open",
+)) | _WRITES | _READS
 
 
 def install(user_ns):

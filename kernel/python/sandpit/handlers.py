@@ -19,7 +19,6 @@ from . import comms
 from . import display
 from . import execution
 from . import link
-from . import request
 from . import shell
 # Loaded at start-up, not at the first error: an error may be a MemoryError,
 # and reporting it must not need memory for compiling a module.
@@ -66,6 +65,8 @@ def execute(req):
             note = req.note(wait=0.2 if isinstance(e, KeyboardInterrupt) else 0)
             if note is not None and note["reason"] == "timeout":
                 limit = note.get("limit") or req.timeout
+                # The supervisor's words when it must restart the worker
+                # (kernel/supervisor/limits.c) begin with the same ones.
                 exc = TimeoutError("cell exceeded its time limit of %g s" % limit)
                 exc.__traceback__ = e.__traceback__
             elif note is not None and type(e) is TimeoutError:
@@ -75,7 +76,7 @@ def execute(req):
         error = exc
         err = tracebacks.error_content(exc)
         if not silent:
-            request.publish("error", err)
+            shell.report_error(exc, err)  # as the shell's hooks show it
         reply.update(status="error", **err)
         if isinstance(e, SystemExit):
             link.log("info", "the cell raised SystemExit; the worker carries on")

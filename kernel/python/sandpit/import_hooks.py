@@ -1,7 +1,7 @@
 """Layer 4, import hooks: a few libraries adjusted as they are imported.
 
 IPython's display functions and get_ipython(), ipykernel's Comm, pandas'
-notebook defaults, matplotlib's interactive mode.
+notebook defaults, matplotlib's interactive mode, multiprocessing's refusals.
 
 sandpit imports none of these libraries itself (a cell that does not use
 them does not pay for them), yet each needs a word as soon as it is loaded:
@@ -29,6 +29,8 @@ them does not pay for them), yet each needs a word as soon as it is loaded:
   a plt.ioff() written before the first figure is respected.
 - numpy.random is seeded when the kernel has --seed (see sandpit.seeding),
   as soon as a cell imports numpy: numpy is not imported to seed it.
+- multiprocessing's locks, which its pools and queues make first, say that
+  new processes are disabled when the sandbox refuses them (sandpit.guard).
 
 The mechanism is one finder, first on sys.meta_path, that finds nothing
 itself: for these few module names it asks the finders after it and wraps
@@ -94,6 +96,11 @@ def patch_numpy_random(module):
     seeding.seed_numpy(module)
 
 
+def patch_multiprocessing(module):
+    from . import guard
+    guard.guard_semaphores(module)
+
+
 _PATCHES = {
     "IPython.core.getipython": patch_getipython,
     "ipykernel.comm.comm": patch_ipykernel_comm,
@@ -102,6 +109,7 @@ _PATCHES = {
     "pandas": patch_pandas,
     "matplotlib": patch_matplotlib,
     "numpy.random": patch_numpy_random,
+    "multiprocessing.synchronize": patch_multiprocessing,
 }
 
 

@@ -8,6 +8,7 @@ plain Python calls on get_ipython(), as IPython's input transformers do:
     x = %pwd            x = get_ipython().run_line_magic('pwd', '')
     !ls, x = !ls        get_ipython().system('ls'), x = get_ipython().getoutput('ls')
     obj?, obj??, ?obj   get_ipython().run_line_magic('pinfo', 'obj')  (pinfo2 for ??)
+    exit, quit          get_ipython().autocall('exit')  (called, as IPython does)
 
 plus IPython's clean-ups: a cell indented as a whole is dedented, and pasted
 ">>> " or "In [1]: " prompts are removed. The hard part is keeping line
@@ -18,10 +19,10 @@ argument on the magic's line, followed by as many empty lines as the body had
 
 Only a line that starts a statement is looked at: a small lexer follows
 strings, brackets and backslash continuations, so "%" in a format string or
-"!" in "!=" is never touched. A cell without "%", "!" or "?" and without
-leading white space is returned as it is, after three substring scans; one
-where no line starts with an escape, ends with "?" or has "= %" goes after
-one regular expression more.
+"!" in "!=" is never touched. A cell without "%", "!", "?", "exit" or "quit"
+and without leading white space is returned as it is, after five substring
+scans; one where no line starts with an escape, ends with "?", has "= %" or
+is only exit or quit goes after one regular expression more.
 
 check_complete() answers is_complete_request as IPython's
 TransformerManager.check_complete does.
@@ -29,8 +30,11 @@ TransformerManager.check_complete does.
 
 import re
 
-# A line that could hold IPython syntax: an escape first, a ? last, or "= %"/"= !".
-_CANDIDATE_LINE = re.compile(r"^[ \t]*[%!?]|\?[ \t]*(?:#.*)?$|=[ \t]*[%!]", re.M)
+# A line that could hold IPython syntax: an escape first, a ? last, "= %"/"= !",
+# or exit or quit alone.
+_CANDIDATE_LINE = re.compile(r"^[ \t]*[%!?]|\?[ \t]*(?:#.*)?$|=[ \t]*[%!]"
+                             r"|^[ \t]*(?:exit|quit)[ \t]*;?[ \t]*(?:#.*)?$", re.M)
+_AUTOCALL = re.compile(r"^(exit|quit)[ \t]*;?$")
 _PROMPT_CLASSIC = re.compile(r"^(>>>|\.\.\.)( |$)")
 _PROMPT_IPYTHON = re.compile(r"^(In \[\d+\]: |\s*\.\.\.+: )")
 _HELP_END = re.compile(r"(%{0,2}[A-Za-z_*][\w*]*(?:\.[A-Za-z_*][\w*]*)*)(\?\??)$")
@@ -165,6 +169,10 @@ def _transform_line(text, comment):
             return indent + _call("run_line_magic", "pinfo", "")
     if stripped.startswith("%"):
         return indent + _magic_call(stripped[1:])
+    m = _AUTOCALL.match(code.strip())
+    if m:  # IPython calls exit and quit when a line is only their name
+        return indent + _call("autocall", m.group(1)) + (";" if code.rstrip().endswith(";")
+                                                          else "")
     if stripped.startswith("!!"):
         return indent + _call("getoutput", stripped[2:].rstrip())
     if stripped.startswith("!"):
@@ -199,8 +207,9 @@ def _cell_magic(lines, first):
 def transform_cell(code):
     """The Python source to run for a cell: the same number of lines, IPython
     syntax translated to calls on get_ipython()."""
-    if ("%" not in code and "!" not in code and "?" not in code
-            and not code[:1].isspace() and not code.startswith((">>>", "In ["))):
+    if ("%" not in code and "!" not in code and "?" not in code and "exit" not in code
+            and "quit" not in code and not code[:1].isspace()
+            and not code.startswith((">>>", "In ["))):
         return code
     if (_CANDIDATE_LINE.search(code) is None and not code[:1].isspace()
             and not code.startswith((">>>", "In ["))):

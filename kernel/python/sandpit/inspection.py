@@ -13,7 +13,7 @@ looks it up without calling anything: user namespace, then builtins, then
 attributes, the last one read from the class when it is a property.
 
 page() adds a "page" payload to the current execute_reply: that is how
-obj?, obj?? and help(obj) answer. help() renders with pydoc into a string;
+obj? and obj?? answer. help(obj) prints pydoc's text, as ipykernel's does;
 pydoc's pager (which could start `less`) is never used.
 """
 
@@ -174,7 +174,8 @@ def _unwrap(obj):
 
 
 def find_file(obj):
-    """Where obj was defined: a path, "Cell In[n]" for a cell, or None."""
+    """Where obj was defined: a path, "Cell In[n]" for a cell, "<sandpit>/name.py"
+    for the runtime, or None."""
     obj = _unwrap(obj)
     fname = None
     for candidate in (obj, getattr(obj, "__class__", None)):
@@ -192,6 +193,8 @@ def find_file(obj):
         module = sys.modules.get(getattr(obj, "__module__", "") or "")
         fname = getattr(module, "__file__", None)
         return fname if fname and os.path.isabs(fname) else None
+    if fname.startswith("<sandpit>/"):
+        return fname  # the runtime, inside the binary: its source is still at hand
     if fname.startswith("<"):
         return None
     return os.path.abspath(fname)
@@ -515,7 +518,7 @@ USAGE = """\
 sandpit runs Python cells, with the IPython syntax that notebooks use:
 
   obj?, obj??     what obj is (?? adds its source); also ?obj, %magic?
-  help(obj)       Python's help on obj, in the pager
+  help(obj)       Python's help on obj
   %magic args     a line magic, %%magic args a cell magic: %lsmagic lists them
   _, __, ___      the last three results; _N and Out[N] the result of cell N
   _i, In[N]       the inputs of earlier cells
@@ -525,7 +528,8 @@ Shell commands (!cmd, %pip, %%bash) are disabled in this kernel.
 
 
 class Helper:
-    """help(): pydoc's text, shown in the client's pager."""
+    """help(): pydoc's text, printed on stdout as under ipykernel (so that a
+    saved notebook, nbconvert and agents have it; obj? is the pager's)."""
 
     def __repr__(self):
         return ("Type help() for interactive help, or help(object) for help about "
@@ -534,8 +538,9 @@ class Helper:
     def __call__(self, *args, **kwargs):
         import pydoc
         if not args and not kwargs:
-            page(USAGE + "\nhelp(obj) shows Python's documentation of obj; help('topic') "
-                 "that of a keyword or topic, help('modules') lists the modules.\n")
+            sys.stdout.write(USAGE + "\nhelp(obj) shows Python's documentation of obj; "
+                             "help('topic') that of a keyword or topic, help('modules') "
+                             "lists the modules.\n")
             return None
         request = args[0] if args else kwargs.get("request")
         out = io.StringIO()
@@ -546,7 +551,7 @@ class Helper:
             helper.help(request)
         finally:
             pydoc.pager = saved
-        text = out.getvalue()
+        text = pydoc.plain(out.getvalue())
         if text.strip():
-            page(pydoc.plain(text))
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return None

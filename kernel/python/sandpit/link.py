@@ -50,6 +50,9 @@ HISTORY = "history"
 
 INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY, HISTORY_REPLY)
 OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST, HISTORY)
+# What the supervisor lets a worker publish on iopub (kernel/link/frames.c).
+IOPUB_TYPES = ("stream", "display_data", "update_display_data", "execute_result", "error",
+               "clear_output", "comm_open", "comm_msg", "comm_close")
 
 # What parse() requires of each kind of frame from the supervisor: field -> type.
 _REQUIRED = {

@@ -11,7 +11,7 @@ cell as typed.
 
 Magics that would start a process or reach the network (!cmd, %pip,
 %conda, %%bash, ...) raise PermissionError with a message that says why; an
-unknown magic raises UsageError with the list of the supported ones.
+unknown magic raises UsageError, shown in one line as IPython shows it.
 
 The outputs match IPython 8's: "%time" prints "CPU times: user 2 µs, sys:
 1 µs, total: 3 µs" and "Wall time: 4.53 µs", "%timeit" prints "98 ns ± 3.36 ns
@@ -33,7 +33,11 @@ from . import request
 from . import streams
 
 class UsageError(Exception):
-    """A magic was used wrongly, or does not exist (IPython's UsageError)."""
+    """A magic was used wrongly, or does not exist (IPython's UsageError). It
+    is shown as one line on stderr, "UsageError: ...", without a traceback."""
+
+    def _render_traceback_(self):
+        return []
 
 
 LINE = {}   # name -> function(shell, line, cell, where)
@@ -89,11 +93,14 @@ def _refuse_packages(name, line):
 
 
 def _unknown(name, cell):
-    lines = ", ".join("%" + n for n in sorted(LINE, key=str.lower))
-    cells = ", ".join("%%" + n for n in sorted(CELL, key=str.lower))
-    what = "Cell magic `%%%%%s`" % name if cell else "Line magic function `%%%s`" % name
-    return UsageError("%s not found. sandpit supports the line magics %s and the cell "
-                      "magics %s." % (what, lines, cells))
+    """IPython's words for a magic that does not exist (%lsmagic lists those that do)."""
+    if cell:
+        other = " (But line magic `%%%s` exists, did you mean that instead?)" % name \
+            if name in LINE else ""
+        return UsageError("Cell magic `%%%%%s` not found%s." % (name, other))
+    other = " (But cell magic `%%%%%s` exists, did you mean that instead?)" % name \
+        if name in CELL else ""
+    return UsageError("Line magic function `%%%s` not found%s." % (name, other))
 
 
 def run_line(shell, name, line, where):
@@ -273,9 +280,10 @@ class TimeitResult:
         return "<TimeitResult : " + str(self) + ">"
 
 
-def _options(line, spec):
+def _options(line, spec, multi=False):
     """Splits leading -x options off line; spec maps an option letter to
-    True when it takes a value. Returns (options, rest)."""
+    True when it takes a value. Returns (options, rest). multi: the values
+    of an option are a list, one for each time it is given."""
     opts = {}
     rest = line.lstrip()
     while rest.startswith("-"):
@@ -286,11 +294,14 @@ def _options(line, spec):
         rest = rest[m.end():]
         if spec[letter]:
             if attached:
-                opts[letter] = attached
+                value = attached
             else:
                 value, _, rest = rest.partition(" ")
-                opts[letter] = value
                 rest = rest.lstrip()
+            if multi:
+                opts.setdefault(letter, []).append(value)
+            else:
+                opts[letter] = value
         else:
             opts[letter] = True
             if attached:
@@ -462,6 +473,380 @@ def magic_whos(shell, line, cell, where):
             print(text if len(text) < 50 else text[:25] + "<...>" + text[-25:])
 
 
+def _ask_yes_no(prompt):
+    """The client's answer to a y/n question (no answer, or no stdin: no)."""
+    while True:
+        answer = streams.input(prompt).strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("", "n", "no"):
+            return False
+
+
+def _confirmed(opts, prompt="Once deleted, variables cannot be recovered. Proceed (y/[n])? "):
+    """-f, or the client's yes; a client that takes no input counts as yes, as
+    in IPython."""
+    if "f" in opts:
+        return True
+    try:
+        return _ask_yes_no(prompt)
+    except streams.StdinNotImplementedError:
+        return True
+    except EOFError:
+        return False
+
+
+@line_magic("reset")
+def magic_reset(shell, line, cell, where):
+    """Remove the names you defined: %reset [-f] [-s] [in|out|dhist|array]
+
+    -f   do not ask for confirmation
+    -s   "soft": remove your variables only, keep the output history (Out)
+    in, out, dhist, array: clear only the input history, the output history
+    (Out, _N), the folder history (_dh), or the numpy arrays."""
+    opts, rest = _options(line, {"f": False, "s": False})
+    targets = rest.split()
+    for target in targets:
+        if target not in ("in", "out", "dhist", "array"):
+            raise UsageError("%%reset: unknown part %r (in, out, dhist or array)" % target)
+    if not _confirmed(opts):
+        print("Nothing done.")
+        return
+    ns = shell.user_ns
+    if not targets:
+        if "s" in opts:
+            for name in who_ls(shell):
+                del ns[name]
+        else:
+            shell.reset(new_session=False)
+        return
+    if "in" in targets:
+        ins = ns.get("In")
+        if isinstance(ins, list):
+            ins[:] = [""] * len(ins)
+        for name in [n for n in ns if re.fullmatch(r"_i(\d+|i{0,2})", n)]:
+            ns[name] = ""
+    if "out" in targets:
+        out = ns.get("Out")
+        if isinstance(out, dict):
+            out.clear()
+        for name in [n for n in ns if re.fullmatch(r"_\d+", n)]:
+            del ns[name]
+        for name in ("_", "__", "___"):
+            ns[name] = ""
+        execution.install(ns)
+    if "dhist" in targets and isinstance(ns.get("_dh"), list):
+        del ns["_dh"][:]
+    if "array" in targets and "numpy" in sys.modules:
+        ndarray = sys.modules["numpy"].ndarray
+        for name in who_ls(shell):
+            if isinstance(ns[name], ndarray):
+                del ns[name]
+
+
+@line_magic("reset_selective")
+def magic_reset_selective(shell, line, cell, where):
+    """Remove the variables whose names match a regular expression:
+    %reset_selective [-f] regex"""
+    opts, rest = _options(line, {"f": False})
+    if not rest.strip():
+        raise UsageError("%reset_selective needs a regular expression: %reset_selective "
+                         "[-f] regex")
+    try:
+        pattern = re.compile(rest.strip())
+    except re.error as e:
+        raise UsageError("%%reset_selective: %s" % e) from None
+    if not _confirmed(opts):
+        print("Nothing done.")
+        return
+    for name in who_ls(shell):
+        if pattern.search(name):
+            del shell.user_ns[name]
+
+
+@line_magic("precision")
+def magic_precision(shell, line, cell, where):
+    """How floats are shown: %precision 3 (digits), %precision %.2e (a format);
+    %precision alone: as Python shows them. numpy's print precision follows."""
+    from . import pretty
+    arg = line.strip()
+    numpy = sys.modules.get("numpy")
+    if not arg:
+        fmt = "%r"
+        pretty.set_float_format(None)
+        if numpy is not None:
+            numpy.set_printoptions(precision=8)
+        return fmt
+    if "%" in arg:
+        fmt = arg
+        try:
+            pretty.set_float_format(fmt)
+        except (TypeError, ValueError) as e:
+            raise UsageError("%%precision: %r is not a format for floats (%s)" % (fmt, e)) \
+                from None
+        return fmt
+    try:
+        digits = int(arg)
+        if digits < 0:
+            raise ValueError
+    except ValueError:
+        raise UsageError("%%precision takes a number of digits or a format, not %r" % arg) \
+            from None
+    fmt = "%%.%if" % digits
+    pretty.set_float_format(fmt)
+    if numpy is not None:
+        numpy.set_printoptions(precision=digits)
+    return fmt
+
+
+# --- errors and the debugger --------------------------------------------------------------------
+
+
+@line_magic("xmode")
+def magic_xmode(shell, line, cell, where):
+    """How tracebacks are laid out: %xmode Plain|Context|Verbose|Minimal
+    (%xmode alone: the next one)."""
+    from . import tracebacks
+    name = line.strip()
+    if not name:
+        modes = tracebacks.MODES
+        name = modes[(modes.index(tracebacks.mode()) + 1) % len(modes)]
+    try:
+        print("Exception reporting mode: %s" % tracebacks.set_mode(name))
+    except ValueError as e:
+        raise UsageError("%%xmode: %s" % e) from None
+
+
+@line_magic("pdb")
+def magic_pdb(shell, line, cell, where):
+    """Start the debugger on every error: %pdb on|off (%pdb alone toggles).
+    The debugger asks for its commands on the client's stdin."""
+    from . import debugger
+    arg = line.strip().lower()
+    if arg in ("on", "1", "true"):
+        on = True
+    elif arg in ("off", "0", "false"):
+        on = False
+    elif not arg:
+        on = not debugger.automatic()
+    else:
+        raise UsageError("%%pdb takes on or off, not %r" % line.strip())
+    debugger.set_automatic(on)
+    print("Automatic pdb calling has been turned %s" % ("ON" if on else "OFF"))
+
+
+@line_magic("debug")
+@cell_magic("debug")
+def magic_debug(shell, line, cell, where):
+    """The debugger: %debug on the last error (post-mortem), or %debug statement
+    (and a %%debug cell) run from its start in the debugger. It asks for its
+    commands on the client's stdin."""
+    from . import debugger
+    source = cell if cell is not None else line
+    if not source.strip():
+        debugger.post_mortem(getattr(sys, "last_traceback", None))
+        return None
+    if not debugger._can_ask():
+        print("%debug: the debugger needs a client that takes input, and the one that "
+              "sent this cell does not (allow_stdin is false)", file=sys.stderr)
+        return None
+    import pdb
+    code = execution.compile_statements(parse(source, where).body, where[0])
+    pdb.Pdb(nosigint=True, readrc=False).run(code, shell.user_ns)
+    return None
+
+
+# --- profiling ------------------------------------------------------------------------------
+
+
+@line_magic("prun")
+@cell_magic("prun")
+def magic_prun(shell, line, cell, where):
+    """Run a statement under the profiler (cProfile) and print its table:
+    %prun [-s key] [-l limit] [-r] [-q] [-T file] [-D file] statement
+    %%prun [options] (the cell is profiled)
+
+    -s   sort by key (default "time"; cumulative, calls, name, ...; repeatable)
+    -l   print only limit rows (a number), or the rows matching a regex
+    -r   return the pstats.Stats;  -q  print nothing
+    -T   also write the table to file;  -D  dump the raw stats to file"""
+    import cProfile
+    import pstats
+    opts, stmt = _options(line, {"s": True, "l": True, "r": False, "q": False, "T": True,
+                                 "D": True}, multi=True)
+    source = cell if cell is not None else stmt
+    if not source.strip():
+        raise UsageError("%prun needs a statement to profile")
+    filename = where[0]
+    statements, last = execution.split_last(parse(source, where), source)
+    code = execution.compile_statements(statements + ([last] if last else []), filename)
+    profiler = cProfile.Profile()
+    ns = shell.user_ns
+    if code.co_flags & execution.CO_COROUTINE:  # top-level await: on the shell's loop
+        loop = execution.event_loop()
+        profiler.enable()
+        try:
+            loop.run_until_complete(eval(code, ns))
+        finally:
+            profiler.disable()
+    else:
+        profiler.enable()
+        try:
+            exec(code, ns)
+        finally:
+            profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats(*(opts.get("s") or ["time"]))
+    limits = []
+    for limit in opts.get("l") or []:
+        try:
+            limits.append(float(limit) if "." in limit else int(limit))
+        except ValueError:
+            limits.append(limit)
+    stats.print_stats(*limits)
+    text = out.getvalue().rstrip("\n") + "\n"
+    if "q" not in opts:
+        print(text, end="")
+    if opts.get("T"):
+        path = _unquote(opts["T"][-1])
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        print("\n*** Profile printout saved to text file %r." % path)
+    if opts.get("D"):
+        path = _unquote(opts["D"][-1])
+        stats.dump_stats(path)
+        print("\n*** Profile stats marshalled to file %r." % path)
+    return stats if "r" in opts else None
+
+
+# --- %store and %save ---------------------------------------------------------------------------
+
+
+@line_magic("store")
+def magic_store(shell, line, cell, where):
+    """Keep variables across sessions, in the workspace (.sandpit/store):
+
+    %store            list what is stored
+    %store a b        store a and b
+    %store -r [a b]   read back every stored variable (or a and b)
+    %store -d a       forget a;   %store -z   forget them all
+    %store a >file    write str(a) to file (>> appends)"""
+    from . import storage
+    opts, rest = _options(line, {"r": False, "d": False, "z": False})
+    ws = shell.workspace
+    names = rest.split()
+    if "z" in opts:
+        for name in storage.stored(ws):
+            storage.delete(ws, name)
+        return None
+    if "d" in opts:
+        if not names:
+            raise UsageError("You must provide the variable to forget")
+        for name in names:
+            try:
+                storage.delete(ws, name)
+            except (KeyError, ValueError):
+                raise UsageError("Can't delete variable '%s'" % name) from None
+        return None
+    if "r" in opts:
+        for name in names or storage.stored(ws):
+            try:
+                shell.user_ns[name] = storage.load(ws, name)
+            except (KeyError, ValueError):
+                print("no stored variable %s" % name)
+            except Exception as e:
+                print("Unable to restore variable '%s', ignoring (%s: %s)"
+                      % (name, type(e).__name__, e))
+        return None
+    if not names:
+        listed = storage.stored(ws)
+        print("Stored variables and their in-db values:")
+        width = max([len(n) for n in listed] + [0])
+        for name in listed:
+            try:
+                text = repr(storage.load(ws, name))
+            except Exception as e:
+                text = "<unavailable, %s>" % type(e).__name__
+            print("%-*s -> %s" % (width, name, text[:50]))
+        return None
+    m = re.match(r"^(\w+)\s*(>>?)\s*(.+)$", rest.strip())
+    if m:
+        name, mode, path = m.groups()
+        if name not in shell.user_ns:
+            raise UsageError("Unknown variable '%s'" % name)
+        path = _unquote(path)
+        with open(path, "a" if mode == ">>" else "w", encoding="utf-8") as f:
+            f.write(str(shell.user_ns[name]))
+            f.write("\n")
+        print("Writing '%s' (%s) to file '%s'." % (name, type(shell.user_ns[name]).__name__,
+                                                  path))
+        return None
+    for name in names:
+        if name not in shell.user_ns:
+            raise UsageError("Unknown variable '%s'" % name)
+        value = shell.user_ns[name]
+        try:
+            storage.store(ws, name, value)
+        except ValueError as e:
+            print("Warning: %s" % e)
+            continue
+        print("Stored '%s' (%s)" % (name, type(value).__name__))
+    return None
+
+
+@line_magic("save")
+def magic_save(shell, line, cell, where):
+    """Write the inputs of cells to a file: %save [-r] [-f] [-a] filename 1-3 5 ...
+
+    The cells are numbered as in In; a name holding a string saves that
+    string. .py is added to a name without it (.ipy with -r).
+    -r  the cells as typed (IPython syntax kept); otherwise as Python runs them
+    -f  overwrite without asking;  -a  append"""
+    from . import inputs
+    from . import storage
+    opts, rest = _options(line, {"r": False, "f": False, "a": False})
+    args = rest.split()
+    if len(args) < 2:
+        raise UsageError("%save needs a file name and what to save: %save [-r] [-f] [-a] "
+                         "filename 1-3 5 ...")
+    filename, spec = _unquote(args[0]), " ".join(args[1:])
+    raw = "r" in opts
+    if not filename.endswith((".py", ".ipy")):
+        filename += ".ipy" if raw else ".py"
+    if len(args) == 2 and isinstance(shell.user_ns.get(spec), str):
+        code = shell.user_ns[spec]
+    else:
+        ins = shell.user_ns.get("In")
+        ins = ins if isinstance(ins, list) else [""]
+        try:
+            numbers = storage.cell_numbers(spec, len(ins))
+        except ValueError as e:
+            raise UsageError("%%save: %s" % e) from None
+        cells = [ins[n] if raw else inputs.transform_cell(ins[n]) for n in numbers]
+        code = "\n".join(c.rstrip("\n") for c in cells)
+    exists = os.path.isfile(filename)
+    if exists and "f" not in opts and "a" not in opts:
+        try:
+            overwrite = _ask_yes_no("File `%s` exists. Overwrite (y/[N])? " % filename)
+        except streams.StdinNotImplementedError:
+            print("File `%s` exists. Use `%%save -f %s` to force overwrite"
+                  % (filename, line.strip()))
+            return None
+        except EOFError:
+            overwrite = False
+        if not overwrite:
+            print("Operation cancelled.")
+            return None
+    with open(filename, "a" if "a" in opts else "w", encoding="utf-8") as f:
+        if not exists or "a" not in opts:
+            f.write("# coding: utf-8\n")
+        f.write(code if code.endswith("\n") else code + "\n")
+    print("The following commands were written to file `%s`:" % filename)
+    print(code)
+    return None
+
+
 # --- the file system and the environment ------------------------------------------------------
 
 
@@ -483,12 +868,15 @@ def magic_pwd(shell, line, cell, where):
 
 @line_magic("cd")
 def magic_cd(shell, line, cell, where):
-    """Change the working folder, within the workspace.
+    """Change the working folder, as os.chdir() does.
 
     %cd folder     relative to the current folder, or absolute
     %cd            the workspace itself
     %cd -          the previous folder
-    -q             do not print the new folder"""
+    -q             do not print the new folder
+
+    Files can be written only in the workspace and the temporary folder:
+    elsewhere, the working folder is for reading."""
     opts, rest = _options(line, {"q": False})
     target = _unquote(rest)
     dh = shell.user_ns.get("_dh")
@@ -500,14 +888,11 @@ def magic_cd(shell, line, cell, where):
             return
         target = str(dh[-2])
     path = os.path.realpath(os.path.join(os.getcwd(), os.path.expanduser(target)))
-    root = shell.workspace
-    if path != root and not path.startswith(root.rstrip(os.sep) + os.sep):
-        raise PermissionError(
-            "%%cd: %s is outside the workspace (%s); sandpit keeps the working folder "
-            "inside it" % (path, root))
     try:
         os.chdir(path)
     except OSError as e:
+        from . import guard
+        guard.reword(e)
         print(e)
         print(os.getcwd())
         return

@@ -599,3 +599,36 @@ _deferred_type_pprinters = {
 
 _singleton_pprinters = dict.fromkeys(map(id, [None, True, False, Ellipsis, NotImplemented]),
                                      _repr_pprint)
+
+
+# --- what a shell may change -------------------------------------------------------------
+
+
+def set_float_format(fmt):
+    """%precision: floats shown as fmt % value ('%.3f'); None shows their repr again."""
+    if fmt is None:
+        _type_pprinters[float] = _repr_pprint
+    else:
+        fmt % 1.0  # a bad format fails here, not at the next result
+
+        def _float_pprint(obj, p, cycle):
+            p.text(fmt % obj)
+        _type_pprinters[float] = _float_pprint
+
+
+def for_type(typ, func=None):
+    """IPython's PlainTextFormatter.for_type: func(obj, p, cycle) prints the
+    instances of typ; returns the printer it replaces (without func: the printer)."""
+    old = _type_pprinters.get(typ)
+    if func is not None:
+        _type_pprinters[typ] = func
+    return old
+
+
+def for_type_by_name(module, name, func=None):
+    """for_type for a class named by its module and name, not imported to register."""
+    key = (module, name)
+    old = _deferred_type_pprinters.get(key)
+    if func is not None:
+        _deferred_type_pprinters[key] = func
+    return old

@@ -156,21 +156,25 @@ def current_tag():
     return req.msg_id if req is not None else None
 
 
-def add_payload(payload):
+def add_payload(payload, single=False):
     """Adds a payload (a dict with a "source" key) to the reply of the current
-    request; False when there is no request whose reply is still to come."""
+    request; False when there is no request whose reply is still to come.
+    single: it replaces any payload of the same source (IPython's single=True:
+    a cell that calls set_next_input three times leaves one, the last)."""
     req = _current.get()
     if req is None or not req.active:
         return False
+    if single:
+        req.payloads[:] = [p for p in req.payloads if p.get("source") != payload.get("source")]
     req.payloads.append(payload)
     return True
 
 
-def publish(msg_type, content, metadata=None, buffers=()):
-    """Publishes an iopub message parented to the current request, after the
-    output written so far."""
+def publish(msg_type, content, metadata=None, buffers=(), parent=None):
+    """Publishes an iopub message parented to the current request (or to the
+    request whose msg_id is parent), after the output written so far."""
     link.flush()
-    frame = link.iopub(msg_type, content, current_tag(), metadata)
+    frame = link.iopub(msg_type, content, parent or current_tag(), metadata)
     target = _capture.get()
     while target is not None:
         if target.take(frame, buffers):

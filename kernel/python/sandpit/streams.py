@@ -12,6 +12,7 @@ streams write to the file descriptors themselves.
 input() and getpass() ask the client, on behalf of the current request and
 only if that request's client takes input (its allow_stdin): a subshell's
 request that does not cannot take the permission away from the main shell's.
+The answer "\x04" is the end of the client's input: EOFError.
 """
 
 import builtins
@@ -21,6 +22,12 @@ import sys
 
 from . import link
 from . import request
+
+
+# What jupyter_client answers when its own input has ended (Ctrl-D, or the
+# end of a file an agent reads from): input() then raises EOFError, as
+# under ipykernel, so that pdb and input loops stop.
+EOF = "\x04"
 
 
 class StdinNotImplementedError(NotImplementedError):
@@ -102,7 +109,10 @@ def _ask(prompt, password):
             "input() is not available: the client that sent this cell does not accept "
             "input (allow_stdin is false)")
     link.flush()
-    return req.ask_input(prompt, password)
+    value = req.ask_input(prompt, password)
+    if value == EOF:
+        raise EOFError("EOF when reading a line")
+    return value
 
 
 def input(prompt=""):

@@ -8,6 +8,14 @@ lines around, a recursion shown three times then counted. What the sandbox
 refused gets a note that says so (sandpit.guard). Every part is bounded in
 size and nothing here can raise, whatever the exception holds: an evalue
 whose __str__ fails is described instead.
+
+The layout follows %xmode, as IPython's does: "Context" (the default: each
+frame with two lines around the failing one), "Plain" (one line a frame, as
+Python prints), "Verbose" (Context, with the values of the names on each
+failing line) and "Minimal" (the exception alone). The code lines are
+coloured with Pygments when it is installed, as IPython colours them; it is
+imported at the first traceback, never for a MemoryError. An exception with
+a _render_traceback_() method gives its own traceback, as under IPython.
 """
 
 import linecache
@@ -19,8 +27,28 @@ from . import guard
 RED, GREEN, CYAN, BOLD, RESET = "\033[0;31m", "\033[0;32m", "\033[0;36m", "\033[1m", "\033[0m"
 
 
+MODES = ("Plain", "Context", "Verbose", "Minimal")
+_mode = "Context"
+_highlight = None  # fn(lines) -> coloured lines; False once Pygments is found missing
+
+
 def _own_frame(filename):
     return filename.startswith("<sandpit>/")
+
+
+def mode():
+    """The layout of tracebacks: one of MODES."""
+    return _mode
+
+
+def set_mode(name):
+    """Sets the layout (%xmode), whatever the case of name; ValueError if unknown."""
+    global _mode
+    for m in MODES:
+        if m.lower() == str(name).strip().lower():
+            _mode = m
+            return m
+    raise ValueError("Valid modes: %s" % ", ".join(MODES))
 
 
 MAX_EVALUE = 64 * 1024       # characters of an error's message sent
@@ -53,7 +81,9 @@ def error_content(exc):
         pass
     ename = type(exc).__name__
     evalue = safe_str(exc)
-    tb = format_traceback(exc)
+    tb = _own_rendering(exc)
+    if tb is None:
+        tb = format_traceback(exc)
     total = 0
     for i, part in enumerate(tb):
         total += len(part)
@@ -64,11 +94,24 @@ def error_content(exc):
     return {"ename": ename, "evalue": evalue, "traceback": tb}
 
 
+def _own_rendering(exc):
+    """What exc's _render_traceback_() gives (IPython's protocol), or None."""
+    render = getattr(type(exc), "_render_traceback_", None)
+    if not callable(render):
+        return None
+    try:
+        tb = render(exc)
+        return [safe_str(part) for part in tb] if isinstance(tb, (list, tuple)) else None
+    except BaseException:
+        return None
+
+
 def format_traceback(exc):
     try:
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
                                           capture_locals=False, compact=True)
-        return _format_te(te)
+        colour = not isinstance(exc, MemoryError)
+        return _format_te(te, exc, None, colour)
     except BaseException:
         try:
             return [safe_str(line) for line in
@@ -81,27 +124,46 @@ def _repeated(n):
     return "[... the frame above repeated %d more times]\n" % n
 
 
-def _format_te(te, seen=None):
+def _frames(exc):
+    """The frames of exc's traceback (with their line numbers), in the order
+    of TracebackException.stack."""
+    out, tb = [], getattr(exc, "__traceback__", None)
+    while tb is not None and len(out) < 100000:
+        out.append(tb.tb_frame)
+        tb = tb.tb_next
+    return out
+
+
+def _format_te(te, exc, seen=None, colour=True):
     seen = seen or set()
     seen.add(id(te))
     parts = []
+    cause = getattr(exc, "__cause__", None)
+    context = getattr(exc, "__context__", None)
     if te.__cause__ is not None and id(te.__cause__) not in seen:
-        parts += _format_te(te.__cause__, seen)
+        parts += _format_te(te.__cause__, cause, seen, colour)
         parts.append("\nThe above exception was the direct cause of the following exception:\n")
     elif (te.__context__ is not None and not te.__suppress_context__
           and id(te.__context__) not in seen):
-        parts += _format_te(te.__context__, seen)
+        parts += _format_te(te.__context__, context, seen, colour)
         parts.append("\nDuring handling of the above exception, another exception occurred:\n")
-    frames = [f for f in te.stack if not _own_frame(f.filename)]
+    stack = list(te.stack)
+    live = _frames(exc) if _mode == "Verbose" else []
+    if len(live) != len(stack):
+        live = [None] * len(stack)
+    frames = [(f, frame) for f, frame in zip(stack, live) if not _own_frame(f.filename)]
     head = te.exc_type.__qualname__ if te.exc_type else "Exception"
-    if frames:
-        rule = RED + "-" * 75 + RESET
-        parts.append(rule + "\n" + RED + head.ljust(42) + RESET
-                     + "Traceback (most recent call last)")
+    if frames and _mode != "Minimal":
+        if _mode == "Plain":
+            parts.append("Traceback (most recent call last):")
+        else:
+            rule = RED + "-" * 75 + RESET
+            parts.append(rule + "\n" + RED + head.ljust(42) + RESET
+                         + "Traceback (most recent call last)")
         # A frame repeated over and over (a recursion) is shown three times,
         # then counted, as Python's own traceback does.
         run_key, run_len = None, 0
-        for f in frames:
+        for f, frame in frames:
             key = (f.filename, f.lineno, f.name)
             if key == run_key:
                 run_len += 1
@@ -110,7 +172,8 @@ def _format_te(te, seen=None):
                     parts.append(_repeated(run_len - 3))
                 run_key, run_len = key, 1
             if run_len <= 3:
-                parts.append(_format_frame(f))
+                parts.append(_format_plain_frame(f) if _mode == "Plain"
+                             else _format_frame(f, frame, colour=colour))
         if run_len > 3:
             parts.append(_repeated(run_len - 3))
     if issubclass(te.exc_type, SyntaxError) and te.filename is not None:
@@ -122,13 +185,45 @@ def _format_te(te, seen=None):
     return parts
 
 
-def _format_frame(f, context=2):
+def _format_plain_frame(f):
+    label = execution.cell_label(f.filename)
+    if label:
+        place = "  %s, line %d" % (label, f.lineno) + (", in " + f.name
+                                                     if f.name != "<module>" else "")
+    else:
+        place = '  File "%s", line %d, in %s' % (f.filename, f.lineno, f.name)
+    text = (linecache.getline(f.filename, f.lineno) or "").strip()
+    return place + ("\n    " + text if text else "")
+
+
+def _highlighter():
+    """A function colouring lines of Python for a terminal, or None without Pygments."""
+    global _highlight
+    if _highlight is None:
+        _highlight = False
+        try:
+            from pygments import highlight
+            from pygments.formatters import Terminal256Formatter
+            from pygments.lexers import PythonLexer
+            lexer, formatter = PythonLexer(stripnl=False, ensurenl=False), \
+                Terminal256Formatter(style="default")
+
+            def colour(lines):
+                out = highlight("\n".join(lines), lexer, formatter).split("\n")
+                return out if len(out) == len(lines) else lines
+            _highlight = colour
+        except Exception:  # not installed, or not working here: plain lines
+            pass
+    return _highlight or None
+
+
+def _format_frame(f, frame=None, context=2, colour=True):
     label = execution.cell_label(f.filename)
     where = (CYAN + label + RESET + ", line %d" % f.lineno) if label else \
         (GREEN + f.filename + RESET + ":%d, in %s" % (f.lineno, f.name))
     if label and f.name != "<module>":
         where += ", in " + f.name
-    lines = [where]
+    numbers, texts = [], []
     start = max(1, f.lineno - context)
     for n in range(start, f.lineno + context + 1):
         text = linecache.getline(f.filename, n)
@@ -136,13 +231,62 @@ def _format_frame(f, context=2):
             if n > f.lineno:
                 break
             continue
-        text = text.rstrip("\n")
+        numbers.append(n)
+        texts.append(text.rstrip("\n"))
+    highlight = _highlighter() if colour and texts else None
+    if highlight is not None:
+        try:
+            texts = highlight(texts)
+        except Exception:
+            pass
+    width = len(str(f.lineno + context))
+    lines = [where]
+    for n, text in zip(numbers, texts):
         if n == f.lineno:
-            lines.append(GREEN + "----> " + str(n).rjust(len(str(f.lineno + context))) + RESET
-                         + " " + text)
+            lines.append(GREEN + "----> " + str(n).rjust(width) + RESET + " " + text)
         else:
-            lines.append("      " + str(n).rjust(len(str(f.lineno + context))) + " " + text)
+            lines.append("      " + str(n).rjust(width) + " " + text)
+    if frame is not None:
+        lines += _values(frame, f)
     return "\n".join(lines) + "\n"
+
+
+MAX_VALUE = 200  # characters of a value shown by %xmode Verbose
+
+
+def _values(frame, f):
+    """%xmode Verbose: "name = value" for the names the failing line uses."""
+    import re
+    text = linecache.getline(f.filename, f.lineno)
+    names = []
+    for name in re.findall(r"(?<![\w.])[A-Za-z_]\w*", text):
+        if name not in names:
+            names.append(name)
+    out = []
+    try:
+        scopes = (frame.f_locals, frame.f_globals)
+    except Exception:
+        return out
+    for name in names:
+        for scope in scopes:
+            if name in scope:
+                value = scope[name]
+                if callable(value) or type(value).__name__ == "module":
+                    break
+                out.append("        %s %s= %s%s" % (name, CYAN, safe_str(
+                    _repr(value), MAX_VALUE), RESET))
+                break
+    return out
+
+
+def _repr(value):
+    import reprlib
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = MAX_VALUE
+    try:
+        return r.repr(value)
+    except BaseException as e:
+        return "<repr() failed: %s>" % type(e).__name__
 
 
 def _format_syntax_error(te):
