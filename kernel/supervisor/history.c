@@ -131,22 +131,25 @@ json_t *history_query(const struct history *h, const json_t *req, char *err,
         if (!pattern)
             pattern = "*";
         /* Walk from the newest so that "the last n" and "latest wins" are natural,
-         * then reverse into execution order. */
-        json_t *rev = json_array();
+         * then reverse into execution order. With unique, the inputs met so far
+         * (the newer matches) are kept in a hash table: a look-up per entry, not
+         * a walk over every newer one, so a search stays linear in the history. */
+        json_t *rev = json_array(), *seen = unique ? json_object() : NULL;
         for (size_t i = h->len; i-- > 0 && (n < 0 || (long)json_array_size(rev) < n);) {
             const struct history_entry *e = &h->entries[i];
             if (fnmatch(pattern, e->input, 0) != 0)
                 continue;
-            bool seen = false;
-            for (size_t j = i + 1; unique && !seen && j < h->len; j++)
-                seen = strcmp(h->entries[j].input, e->input) == 0 &&
-                       fnmatch(pattern, h->entries[j].input, 0) == 0;
-            if (!seen)
-                json_array_append_new(rev, entry_json(e, output));
+            if (seen) {
+                if (json_object_get(seen, e->input))
+                    continue;
+                json_object_set_new_nocheck(seen, e->input, json_true());
+            }
+            json_array_append_new(rev, entry_json(e, output));
         }
         for (size_t i = json_array_size(rev); i-- > 0;)
             json_array_append(list, json_array_get(rev, i));
         json_decref(rev);
+        json_decref(seen);
     } else {
         json_decref(list);
         snprintf(err, errlen,
