@@ -320,7 +320,6 @@ static bool prepare_execute(struct kernel *k, struct request *r)
     r->store_history = !r->silent && (v ? json_is_true(v) : true);
     v = json_object_get(c, "stop_on_error");
     r->stop_on_error = v ? json_is_true(v) : true;
-    limits_set_timeout(k, r);
     return true;
 }
 
@@ -343,6 +342,7 @@ void shells_submit(struct kernel *k, struct request **req)
         request_free(r);
         return;
     }
+    limits_set_timeout(k, r); /* every request the worker runs has a time limit */
     enqueue(sh, r, r->channel == CONNECTION_CONTROL);
     shells_pump(k);
 }
