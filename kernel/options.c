@@ -29,7 +29,7 @@ static const struct opt table[] = {
     {"workspace", OPT_STRING, OFF(workspace),
      "DIR    folder the code may read and write (default: where the kernel starts)"},
     {"timeout", OPT_DOUBLE, OFF(timeout_s),
-     "S      wall-clock limit per cell in seconds; 0: none"},
+     "S      wall-clock limit per cell (and comm message) in seconds; 0: none"},
     {"memory", OPT_ULONG, OFF(memory_mib),
      "MIB    memory limit of the worker in MiB; 0: none"},
     {"max-output", OPT_ULONG, OFF(max_output),
@@ -312,5 +312,5 @@ void options_usage(FILE *f)
 {
     for (size_t k = 0; k < NOPTS; k++)
         if (table[k].help)
-            fprintf(f, "  --%-14s %s\n", table[k].name, table[k].help);
+            fprintf(f, "  --%-21s %s\n", table[k].name, table[k].help);
 }
