@@ -40,11 +40,17 @@ static const struct opt table[] = {
     {"workspace", OPT_STRING, OFF(workspace),
      "DIR    folder the code may read and write (default: where the kernel starts)"},
     {"timeout", OPT_DOUBLE, OFF(timeout_s),
-     "S      wall-clock limit per cell in seconds; 0: none"},
+     "S      wall-clock limit per cell (and comm message) in seconds; 0: none"},
     {"memory", OPT_ULONG, OFF(memory_mib),
      "MIB    memory limit of the worker in MiB; 0: none"},
     {"max-output", OPT_ULONG, OFF(max_output),
-     "BYTES  output a cell may send (streams and displays); 0: none"},
+     "BYTES  text a cell may send (streams, displays and results but their images); 0: "
+     "none"},
+    {"max-image-output", OPT_ULONG, OFF(max_images),
+     "BYTES  images a cell may send (default 16 MiB where --max-output is set, else "
+     "none); 0: none"},
+    {"introspection-timeout", OPT_DOUBLE, OFF(introspection_s),
+     "S      time limit of completion and inspection in seconds (default 5); 0: none"},
     {"max-file", OPT_ULONG, OFF(max_file_mib),
      "MIB    largest file a cell may write; 0: none"},
     {"max-message", OPT_ULONG, OFF(max_message_mib),
@@ -88,6 +94,15 @@ void options_init(struct options *o)
     o->network = false;
     o->dpi = 0;
     o->max_message_mib = OPTIONS_DEFAULT_MAX_MESSAGE_MIB;
+    o->max_images = OPTIONS_IMAGES_DEFAULT;
+    o->introspection_s = OPTIONS_DEFAULT_INTROSPECTION_S;
+}
+
+unsigned long options_max_images(const struct options *o)
+{
+    if (o->max_images != OPTIONS_IMAGES_DEFAULT)
+        return o->max_images;
+    return o->max_output ? OPTIONS_DEFAULT_MAX_IMAGES : 0;
 }
 
 void options_release(struct options *o)
@@ -124,9 +139,12 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
     case OPT_DOUBLE: {
         double x = strtod(v, &end);
         if (end == v || *end || errno || !isfinite(x) || x < 0)
-            return errbuf_set(-EINVAL, err, errlen, "--%s needs a number%s, not \"%s\"",
-                              d->name, d->offset == OFF(timeout_s) ? " of seconds" : "",
-                              v);
+            return errbuf_set(
+                -EINVAL, err, errlen, "--%s needs a number%s, not \"%s\"", d->name,
+                d->offset == OFF(timeout_s) || d->offset == OFF(introspection_s)
+                    ? " of seconds"
+                    : "",
+                v);
         *(double *)field = x;
         return 0;
     }
@@ -249,6 +267,9 @@ int options_check(const struct options *o, char *err, size_t errlen)
     if (o->timeout_s > 0 && o->timeout_s < 0.01)
         return errbuf_set(-EINVAL, err, errlen,
                           "--timeout must be 0 (none) or at least 0.01 s");
+    if (o->introspection_s > 0 && o->introspection_s < 0.01)
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--introspection-timeout must be 0 (none) or at least 0.01 s");
     if (o->memory_mib && o->memory_mib < 64)
         return errbuf_set(-EINVAL, err, errlen,
                           "--memory must be 0 (none) or at least 64 MiB");
@@ -407,5 +428,5 @@ void options_usage(FILE *f)
 {
     for (size_t k = 0; k < NOPTS; k++)
         if (table[k].help)
-            fprintf(f, "  --%-14s %s\n", table[k].name, table[k].help);
+            fprintf(f, "  --%-21s %s\n", table[k].name, table[k].help);
 }

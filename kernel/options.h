@@ -13,6 +13,13 @@
 /* Well above what a notebook sends (a cell, a widget's state, a file dropped on an
  * upload widget), well below what would strain the machine. */
 #define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 256
+/* Completion and inspection run the user's code (__dir__, __repr__, properties): they
+ * get a short time limit of their own, whatever --timeout is. */
+#define OPTIONS_DEFAULT_INTROSPECTION_S 5.0
+/* Where --max-output caps a cell's text, its images have a larger budget of their
+ * own (a chart is 20 to 100 kB), unless --max-image-output says otherwise. */
+#define OPTIONS_DEFAULT_MAX_IMAGES (16ul << 20)
+#define OPTIONS_IMAGES_DEFAULT     ((unsigned long)-1) /* --max-image-output not given */
 
 /* The values of an option that may be given more than once (--read). */
 struct options_list {
@@ -23,10 +30,13 @@ struct options_list {
 struct options {
     char *connection_file; /* -f */
     enum log_level log_level;
-    char *workspace;            /* NULL: the directory the kernel was started in */
-    double timeout_s;           /* per-cell wall-clock limit; 0: none */
-    unsigned long memory_mib;   /* 0: none */
-    unsigned long max_output;   /* bytes of output per cell; 0: none */
+    char *workspace;          /* NULL: the directory the kernel was started in */
+    double timeout_s;         /* per-cell wall-clock limit; 0: none */
+    unsigned long memory_mib; /* 0: none */
+    unsigned long max_output; /* bytes of text output per cell; 0: none */
+    unsigned long
+        max_images; /* bytes of images per cell; 0: none; see options_max_images */
+    double introspection_s;     /* limit of completion and inspection; 0: none */
     unsigned long max_file_mib; /* largest file a cell may write; 0: none */
     bool network;
     bool sandbox;
@@ -57,6 +67,10 @@ int options_parse(struct options *o, int argc, char **argv, char *err, size_t er
 /* Applies a named set of defaults ("default", "agent") before the options
  * given after it are parsed. 0 or -EINVAL with a sentence in err. */
 int options_apply_profile(struct options *o, const char *name, char *err, size_t errlen);
+
+/* The image budget per cell in force: --max-image-output if given, else
+ * OPTIONS_DEFAULT_MAX_IMAGES where --max-output is set, else none (0). */
+unsigned long options_max_images(const struct options *o);
 
 /* Checks that the values make sense together. 0 or -EINVAL with err. */
 int options_check(const struct options *o, char *err, size_t errlen);

@@ -344,7 +344,10 @@ static void print_status_text(const json_t *s)
         printf("limits:\n");
         print_limit("time per cell", json_object_get(lim, "timeout"), " s");
         print_limit("memory", json_object_get(lim, "memory_mib"), " MiB");
+        print_limit("completion", json_object_get(lim, "introspection_timeout"), " s");
         print_limit("output per cell", json_object_get(lim, "max_output_bytes"),
+                    " bytes");
+        print_limit("images per cell", json_object_get(lim, "max_image_output_bytes"),
                     " bytes");
         print_limit("file size", json_object_get(lim, "max_file_mib"), " MiB");
         printf("  %-16s %s\n", "network",
@@ -411,14 +414,16 @@ int lifecycle_status_main(int argc, char **argv)
                     s, "python_version",
                     json_object_get(json_object_get(ic, "language_info"), "version"));
                 if (json_is_object(sp)) {
-                    json_t *lim =
-                        json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
-                                  json_object_get(sp, "timeout"), "memory_mib",
-                                  json_object_get(sp, "memory_mib"), "max_output_bytes",
-                                  json_object_get(sp, "max_output_bytes"), "max_file_mib",
-                                  json_object_get(sp, "max_file_mib"), "network",
-                                  json_object_get(sp, "network"), "sandbox",
-                                  json_object_get(sp, "enabled"));
+                    json_t *lim = json_pack(
+                        "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
+                        json_object_get(sp, "timeout"), "introspection_timeout",
+                        json_object_get(sp, "introspection_timeout"), "memory_mib",
+                        json_object_get(sp, "memory_mib"), "max_output_bytes",
+                        json_object_get(sp, "max_output_bytes"), "max_image_output_bytes",
+                        json_object_get(sp, "max_image_output_bytes"), "max_file_mib",
+                        json_object_get(sp, "max_file_mib"), "network",
+                        json_object_get(sp, "network"), "sandbox",
+                        json_object_get(sp, "enabled"));
                     json_object_set_new(s, "limits", lim ? lim : json_null());
                     json_object_set(s, "layers", json_object_get(sp, "layers"));
                 }

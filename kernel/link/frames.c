@@ -400,7 +400,7 @@ int link_iopub_parse(const json_t *obj, struct link_iopub *out, char *err, size_
 
 json_t *link_reply_build(const struct link_reply *f)
 {
-    if (!f->shell || !f->content)
+    if (!f->shell || !f->parent || !f->content)
         return NULL;
     json_t *o = frame_new(LINK_REPLY);
     o = add_string(o, "shell", f->shell);
@@ -414,7 +414,9 @@ int link_reply_parse(const json_t *obj, struct link_reply *out, char *err, size_
     struct check c = check_start(obj, LINK_REPLY, err, errlen);
     memset(out, 0, sizeof *out);
     out->shell = str(&c, "shell", true, LINK_ID_MAX);
-    out->parent = str(&c, "parent", false, LINK_ID_MAX);
+    /* A reply names the request it answers: without it, a forged reply would end
+     * whatever its shell runs, and shift the real answers onto later requests. */
+    out->parent = str(&c, "parent", true, LINK_ID_MAX);
     out->content = object(&c, "content", true);
     out->metadata = object(&c, "metadata", false);
     return c.rc;

@@ -102,7 +102,7 @@ struct link_iopub {
 
 struct link_reply {
     const char *shell;  /* the shell whose running request it answers */
-    const char *parent; /* that request's msg_id; NULL: not named */
+    const char *parent; /* that request's msg_id (required) */
     json_t *content;    /* object */
     json_t *metadata;   /* object or NULL */
 };

@@ -4,7 +4,10 @@
  * be many megabytes, more than a datagram may hold. The reader accepts partial
  * reads and hands out whole frames; a length over LINK_MAX_FRAME or a body
  * whose inner lengths do not add up is reported as a corrupt stream, and the
- * supervisor then treats the worker as broken. */
+ * supervisor then treats the worker as broken. The supervisor's reader also has
+ * a bound of its own, far below LINK_MAX_FRAME (link_worker_frame_limit): a frame
+ * that announces more is refused from its first four bytes, so the worker cannot
+ * make the supervisor hold its memory. */
 #include "kernel/link/link.h"
 
 #include <errno.h>
@@ -12,6 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
 
 void link_frame_release(struct link_frame *f)
 {
@@ -29,6 +44,27 @@ void link_reader_release(struct link_reader *r)
 {
     free(r->buf);
     link_reader_init(r);
+}
+
+void link_reader_set_max(struct link_reader *r, size_t max)
+{
+    r->max_frame = max;
+}
+
+size_t link_reader_shrink(struct link_reader *r)
+{
+    if (r->off != r->len || r->cap <= LINK_READER_KEEP)
+        return 0;
+    size_t freed = r->cap;
+    free(r->buf);
+    r->buf = NULL;
+    r->off = r->len = r->cap = 0;
+    return freed;
+}
+
+size_t link_reader_pending_size(const struct link_reader *r)
+{
+    return r->len - r->off >= 4 ? get_u32(r->buf + r->off) : 0;
 }
 
 ssize_t link_reader_fill(struct link_reader *r, int fd)
@@ -55,18 +91,6 @@ ssize_t link_reader_fill(struct link_reader *r, int fd)
     return n;
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    memcpy(p, &v, 4);
-}
-
 int link_reader_next(struct link_reader *r, struct link_frame *out)
 {
     memset(out, 0, sizeof *out);
@@ -76,6 +100,8 @@ int link_reader_next(struct link_reader *r, struct link_frame *out)
     uint32_t body = get_u32(r->buf + r->off);
     if (body > LINK_MAX_FRAME || body < 4)
         return -EBADMSG;
+    if (r->max_frame && body > r->max_frame)
+        return -EMSGSIZE;
     if (avail < 4 + (size_t)body)
         return 0;
     const unsigned char *p = r->buf + r->off + 4, *end = p + body;
@@ -164,4 +190,17 @@ int link_write_all(int fd, const void *data, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+size_t link_worker_frame_limit(unsigned long max_output, unsigned long max_images)
+{
+    if (!max_output && !max_images)
+        return LINK_WORKER_FRAME_MAX;
+    /* A character of text may take six bytes in JSON (\u0001); images are base64,
+     * which JSON does not escape. A cap that is off leaves the fixed bound for its
+     * kind of output. */
+    unsigned long long text = max_output ? 6ull * max_output : LINK_WORKER_FRAME_MAX;
+    unsigned long long images = max_images ? max_images : LINK_WORKER_FRAME_MAX;
+    unsigned long long limit = text + images + LINK_WORKER_FRAME_MARGIN;
+    return limit > LINK_MAX_FRAME ? LINK_MAX_FRAME : (size_t)limit;
 }

@@ -11,7 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -26,6 +28,7 @@
 
 #define CHILD_RETIRED 4  /* groups of stopped workers not reaped yet */
 #define READ_TURNS    64 /* reads of the link per event, so a flood cannot hold the loop */
+#define TRIM_AFTER    (1u << 20) /* a frame this large: give freed memory back after it */
 
 struct child {
     struct loop *loop;
@@ -251,6 +254,17 @@ void child_free(struct child *c)
     free(c);
 }
 
+/* The buffers grow to the largest frame that passed; once empty, a large one is
+ * given back, so that one large chart does not keep the supervisor large. */
+static void shrink_out(struct child *c)
+{
+    if (c->out_len || c->out_cap <= LINK_READER_KEEP)
+        return;
+    free(c->out);
+    c->out = NULL;
+    c->out_cap = 0;
+}
+
 /* The link is closed (the worker died, or its code closed fd 3): the worker is
  * of no more use. SIGCHLD finishes the job. */
 static void close_link(struct child *c)
@@ -260,7 +274,9 @@ static void close_link(struct child *c)
     c->fd = -1;
     c->fd_event = 0;
     c->out_len = 0;
+    shrink_out(c);
     c->reader.off = c->reader.len = 0;
+    link_reader_shrink(&c->reader);
 }
 
 static int flush_out(struct child *c)
@@ -277,14 +293,25 @@ static int flush_out(struct child *c)
         memmove(c->out, c->out + n, c->out_len - (size_t)n);
         c->out_len -= (size_t)n;
     }
+    shrink_out(c);
     /* Wait for the link to be writable only while something is waiting. */
     loop_set_events(c->loop, c->fd_event,
                     LOOP_READABLE | (c->out_len ? LOOP_WRITABLE : 0));
     return 0;
 }
 
+/* After a large frame: the reader's buffer goes back, and so does what the
+ * allocator holds free (the frame's copy, its parsed JSON). */
+static void give_back(struct child *c, size_t largest)
+{
+    size_t freed = link_reader_shrink(&c->reader);
+    if (largest >= TRIM_AFTER || freed)
+        malloc_trim(0);
+}
+
 static void read_link(struct child *c)
 {
+    size_t largest = 0;
     for (int turn = 0; turn < READ_TURNS && c->fd >= 0; turn++) {
         ssize_t n = link_reader_fill(&c->reader, c->fd);
         if (n == -EAGAIN || n == -EINTR)
@@ -302,17 +329,34 @@ static void read_link(struct child *c)
         int rc;
         long long event = c->fd_event;
         while ((rc = link_reader_next(&c->reader, &f)) == 1) {
+            size_t size = f.json_len;
+            for (size_t i = 0; i < f.nbuffers; i++)
+                size += f.buffers[i].len;
+            if (size > largest)
+                largest = size;
             c->ev.frame(c->ev.data, &f);
             link_frame_release(&f);
-            if (c->fd_event != event)
+            if (c->fd_event != event) {
+                give_back(c, largest);
                 return; /* stopped, maybe started again, by the frame's handler */
+            }
         }
         if (rc < 0) {
-            log_error("the worker sent a corrupt frame; restarting it");
-            c->ev.corrupt(c->ev.data);
+            char what[160];
+            if (rc == -EMSGSIZE)
+                snprintf(what, sizeof what,
+                         "sent a message of %zu bytes, more than the %zu bytes this "
+                         "kernel accepts from it (its output limits and a margin)",
+                         link_reader_pending_size(&c->reader), c->reader.max_frame);
+            else
+                snprintf(what, sizeof what, "sent a corrupt message");
+            log_error("the worker %s; restarting it", what);
+            c->ev.corrupt(c->ev.data, what);
+            give_back(c, largest);
             return;
         }
     }
+    give_back(c, largest);
 }
 
 static void on_link(struct loop *l, long long id, int events, void *data)
@@ -468,6 +512,11 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
     return 0;
 }
 
+void child_set_frame_limit(struct child *c, size_t max)
+{
+    link_reader_set_max(&c->reader, max);
+}
+
 void child_exited(struct child *c)
 {
     c->pid = 0;
@@ -538,6 +587,45 @@ pid_t child_pid(const struct child *c)
 double child_age(const struct child *c)
 {
     return monotime_now() - c->started_at;
+}
+
+double child_cpu_seconds(const struct child *c)
+{
+    if (c->pid <= 0)
+        return -1;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)c->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    /* The command's name, in parentheses, may hold spaces: count fields after the
+     * last ')', which is followed by field 3. utime and stime are fields 14 and 15,
+     * for the whole process. */
+    const char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    p++;
+    for (int field = 3; field < 14 && p; field++) {
+        p += strspn(p, " ");
+        p = strchr(p, ' ');
+    }
+    if (!p)
+        return -1;
+    char *end;
+    unsigned long long utime = strtoull(p, &end, 10);
+    if (end == p)
+        return -1;
+    p = end;
+    unsigned long long stime = strtoull(p, &end, 10);
+    if (end == p)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return (double)(utime + stime) / (double)(hz > 0 ? hz : 100);
 }
 
 bool child_link_closed(const struct child *c)

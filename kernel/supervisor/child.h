@@ -30,8 +30,10 @@ struct child_events {
     /* A whole frame from the worker (borrowed for the call). The child may be
      * stopped and started again from inside. */
     void (*frame)(void *data, const struct link_frame *f);
-    /* The worker broke the link's framing: it is of no more use. */
-    void (*corrupt)(void *data);
+    /* The worker broke the link's framing, or announced a frame larger than the
+     * child's frame limit: it is of no more use. what says which, as the end of
+     * a sentence that starts "The worker" ("sent a corrupt message"). */
+    void (*corrupt)(void *data, const char *what);
 };
 
 /* A child with no process, whose descriptors will be watched by loop (both
@@ -39,6 +41,10 @@ struct child_events {
  * worker and accepts NULL. */
 struct child *child_new(struct loop *loop, const struct child_events *events);
 void child_free(struct child *c);
+
+/* The largest frame the worker may send (see link_worker_frame_limit); a
+ * frame that announces more ends the worker, before its body is read. */
+void child_set_frame_limit(struct child *c, size_t max);
 
 /* Starts a worker: argv[0] is ignored and replaced by this binary; envp is
  * its whole environment. The worker gets the link as fd 3, /dev/null as stdin
@@ -80,6 +86,10 @@ void child_set_ready(struct child *c);
 pid_t child_pid(const struct child *c);
 /* Seconds since it was started. */
 double child_age(const struct child *c);
+/* The CPU time the worker has used, all its threads together, in seconds (from
+ * /proc/<pid>/stat, which the supervisor reads from outside), or -1 when there is
+ * no worker or it cannot be read. */
+double child_cpu_seconds(const struct child *c);
 /* Whether its link closed before its process ended (its code closed fd 3). */
 bool child_link_closed(const struct child *c);
 

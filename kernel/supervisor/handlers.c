@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel/link/link.h"
 #include "kernel/log.h"
 #include "kernel/version.h"
 #include "kernel/supervisor/limits.h"
@@ -42,6 +43,18 @@ static json_t *sandbox_summary(struct kernel *k)
                   k->opts->timeout_s, "memory_mib", (json_int_t)k->opts->memory_mib,
                   "max_output_bytes", (json_int_t)k->opts->max_output, "max_file_mib",
                   (json_int_t)k->opts->max_file_mib);
+    /* The limits that the supervisor enforces on its own, whatever the machine. */
+    json_t *more = json_pack("{s:f, s:I, s:{s:f, s:f}, s:I}", "introspection_timeout",
+                             k->opts->introspection_s, "max_image_output_bytes",
+                             (json_int_t)options_max_images(k->opts), "background_cpu",
+                             "burst_s", k->opts->timeout_s, "average_cpus",
+                             k->opts->timeout_s > 0 ? LIMITS_BACKGROUND_RATE : 0.0,
+                             "max_worker_message_bytes",
+                             (json_int_t)link_worker_frame_limit(
+                                 k->opts->max_output, options_max_images(k->opts)));
+    if (s && more)
+        json_object_update(s, more);
+    json_decref(more);
     if (s)
         json_object_set_new(s, "layers",
                             k->sandbox_report ? json_incref(k->sandbox_report)

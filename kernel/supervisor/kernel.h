@@ -56,6 +56,26 @@ struct kernel_io {
     /* Kills the worker and starts another; running requests are answered
      * with why (shells_worker_lost). */
     void (*restart_worker)(void *ctx, const char *why);
+    /* The CPU time the worker has used so far, in seconds, or -1 if unknown. */
+    double (*worker_cpu)(void *ctx);
+};
+
+/* What limits.c keeps for the whole kernel rather than for one request. */
+struct kernel_limits {
+    /* Output of no running request (from threads whose cell has ended, or with a
+     * parent the kernel never ran), counted per window of LIMITS_LATE_WINDOW_S. */
+    double late_since;
+    struct request_output late;
+    bool late_told; /* the window's notice has been published */
+    /* The worker's CPU time while none of its requests runs: a bucket of
+     * background_left seconds, refilled with time, drained by that CPU. */
+    long long background_timer; /* the next look at the worker's CPU time; 0: none */
+    double background_left;     /* seconds of CPU left to threads in the background */
+    double background_cpu;      /* the worker's CPU time at the last look */
+    double background_at;       /* the loop's time of the last look */
+    bool background_watching;   /* no request runs: the CPU counts */
+    /* A line for the next cell: what happened to the worker while none ran. */
+    char notice[512];
 };
 
 struct kernel {
@@ -79,6 +99,9 @@ struct kernel {
     char python_version[32];
     json_t *sandbox_report;   /* from the worker's hello, or NULL */
     unsigned long bad_frames; /* frames from the worker that were dropped */
+    unsigned long lies;       /* of those, from the running worker, claiming a request
+                                 it does not run (route.c) */
+    struct kernel_limits limits;
 };
 
 /* Sets up k for the options (borrowed) with a new session, in the history's

@@ -1,8 +1,11 @@
-/* limits: what the supervisor enforces on a running request, out of the
- * code's reach: its time limit, the escalation of an interrupt that is not
- * obeyed to a restart of the worker, and its output cap. Each request carries
- * its own limit, timers and counts; the timers are time events of the kernel's
- * loop, so a test can drive them with a clock of its own. */
+/* limits: what the supervisor enforces on the worker, out of the code's reach:
+ * the time limit of every request that runs user code (a cell's, a shorter one
+ * for completion and inspection), the escalation of an interrupt that is not
+ * obeyed to a restart of the worker, the output caps (text and images, per
+ * request, and per kernel for output that comes after its request has ended),
+ * and the CPU time the worker may use while none of its requests runs. Each
+ * request carries its own limit, timers and counts; the timers are time events
+ * of the kernel's loop, so a test can drive them with a clock of its own. */
 #ifndef SANDPIT_LIMITS_H
 #define SANDPIT_LIMITS_H
 
@@ -11,17 +14,27 @@
 
 #include "kernel/supervisor/kernel.h"
 
-/* After an interrupt, how long a cell has to stop before its worker is
+/* After an interrupt, how long a request has to stop before its worker is
  * restarted. */
 #define LIMITS_INTERRUPT_GRACE_S 5.0
+/* Output of no running request is capped per window of this many seconds. */
+#define LIMITS_LATE_WINDOW_S 60.0
+/* While no request runs, the worker's threads may use this much of one CPU on
+ * average, and the cell time limit's worth of CPU seconds more in a burst. */
+#define LIMITS_BACKGROUND_RATE 0.1
 
-/* Sets r's time limit: the kernel's --timeout, tightened (never loosened) by
- * the request's metadata {"sandpit": {"timeout": S}}. */
+/* Sets r's time limit: by its kind, the kernel's --timeout (cells and comm
+ * messages, which run the handlers that widgets registered) or
+ * --introspection-timeout (completion, inspection, is_complete, comm_info),
+ * tightened (never loosened) by the request's metadata
+ * {"sandpit": {"timeout": S}}. */
 void limits_set_timeout(struct kernel *k, struct request *r);
 
-/* r has gone to the worker: from now its time limit runs. */
+/* r has gone to the worker: from now its time limit runs, and the worker's CPU
+ * time is the request's. */
 void limits_start(struct kernel *k, struct request *r);
-/* r has ended: its time events are removed. */
+/* r has ended: its time events are removed; if no other request runs, the
+ * worker's CPU time counts as background work from now. */
 void limits_stop(struct kernel *k, struct request *r);
 
 /* Interrupts every running request (SIGINT for the main shell's, a note on
@@ -29,17 +42,35 @@ void limits_stop(struct kernel *k, struct request *r);
  * the log. */
 void limits_interrupt_all(struct kernel *k, const char *reason);
 
-/* Counts output for r against the kernel's --max-output. Returns false when
- * the message must be dropped; a stream that crosses the cap is cut at it (on
- * a character boundary) in content. r may be NULL (output of no running
- * request: not counted). */
-bool limits_output(struct kernel *k, struct request *r, const char *msg_type,
-                   json_t *content);
+/* The worker's reply content for r, as its client is to get it (a new
+ * reference; content is borrowed): content itself, or, for a request other than
+ * a cell that its time limit interrupted and that failed, a TimeoutError naming
+ * the limit. A comm message, which has no reply, gets that error on iopub. */
+json_t *limits_reply(struct kernel *k, struct request *r, const json_t *content);
+
+/* Counts output for r against the caps: text against --max-output, images
+ * (image types in a display or result) against the image budget. Returns false when
+ * the message must be dropped. A stream that crosses the cap is cut at it (on a
+ * character boundary) in content; images past their budget are taken out of
+ * content, the rest of the display kept. r NULL is output of no running request
+ * (a thread whose cell has ended, a parent the kernel never ran): counted
+ * against the same caps per LIMITS_LATE_WINDOW_S for the whole kernel, with a
+ * notice parented to parent (borrowed, may be NULL) the first time it is cut. */
+bool limits_output(struct kernel *k, struct request *r, const json_t *parent,
+                   const char *msg_type, json_t *content);
 
 /* At the end of r: publishes one line on stderr saying how much output was
- * dropped past the cap, counting worker_dropped (what the worker's pump dropped
+ * dropped past each cap, counting worker_dropped (what the worker's pump dropped
  * before the link) with the supervisor's own count. Nothing if none was. */
 void limits_report_dropped(struct kernel *k, struct request *r,
                            unsigned long worker_dropped);
+
+/* A new worker has said hello: its background budget is full, and counts from
+ * now. */
+void limits_worker_ready(struct kernel *k);
+
+/* Publishes text on stderr as output of r, a note from the kernel itself that
+ * no cap counts. */
+void limits_note(struct kernel *k, const struct request *r, const char *text);
 
 #endif

@@ -16,6 +16,13 @@
 
 struct kernel;
 
+/* Output counted against the caps (limits.c): text (streams, and every part of a
+ * display or result but its images) and images, each with its own cap. */
+struct request_output {
+    unsigned long text, images;                 /* bytes sent */
+    unsigned long text_dropped, images_dropped; /* bytes dropped past the caps */
+};
+
 struct request {
     struct msg *msg;
     enum connection_channel channel; /* where the reply goes: shell or control */
@@ -28,13 +35,12 @@ struct request {
     int execution_count;
     bool silent, store_history, stop_on_error;
     /* limits (limits.c) */
-    double timeout_s; /* effective limit for this cell; 0: none */
+    double timeout_s; /* effective limit for this request; 0: none */
     double sent_at;   /* the loop's time when it went to the worker */
     bool interrupted_for_timeout;
     long long limit_timer;      /* time event of the time limit; 0: none */
     long long escalation_timer; /* after an interrupt: restart if still running */
-    unsigned long output_bytes; /* output sent for this request */
-    unsigned long dropped_bytes;
+    struct request_output output;
     /* stdin: the msg_id of the input_request sent for it, "" when not waiting */
     char input_id[REQUEST_ID_MAX];
 };

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "kernel/log.h"
+#include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
 
@@ -75,6 +76,7 @@ void respawn_start(struct respawn *w)
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     w->retry_timer = w->hello_timer = 0;
+    w->stops = 0;
     char **argv = worker_argv(w->opts);
     if (!w->env)
         w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
@@ -174,6 +176,30 @@ void respawn_reaped(struct respawn *w, int status)
         return;
     }
     respawn_start(w);
+}
+
+void respawn_stopped(struct respawn *w, int sig)
+{
+    char text[320];
+    if (++w->stops > RESPAWN_MAX_STOPS) {
+        snprintf(text, sizeof text,
+                 "The worker was stopped by signal %d (SIG%s) %d times, so it was "
+                 "restarted: variables and imports from earlier cells are lost.",
+                 sig, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", w->stops);
+        log_warn("%s", text);
+        respawn_restart(w, text);
+        return;
+    }
+    const char *name = sigabbrev_np(sig) ? sigabbrev_np(sig) : "?";
+    log_warn("the worker was stopped by signal %d (SIG%s); continuing it", sig, name);
+    child_signal(w->child, SIGCONT);
+    snprintf(text, sizeof text,
+             "\n[sandpit: the worker was stopped by signal %d (SIG%s) and has been "
+             "continued; a worker stopped more than %d times is restarted]\n",
+             sig, name, RESPAWN_MAX_STOPS);
+    for (size_t i = 0; i < w->k->nshells; i++)
+        if (w->k->shells[i].current)
+            limits_note(w->k, w->k->shells[i].current, text);
 }
 
 bool respawn_hello(struct respawn *w)

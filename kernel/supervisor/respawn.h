@@ -13,6 +13,7 @@
 #include "kernel/supervisor/kernel.h"
 
 #define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
+#define RESPAWN_MAX_STOPS       3    /* a worker stopped more often is restarted */
 
 struct respawn {
     struct kernel *k;
@@ -23,6 +24,7 @@ struct respawn {
     int start_failures;    /* consecutive workers that died before saying hello */
     long long retry_timer; /* a delayed start; 0: none */
     long long hello_timer; /* the start-up deadline; 0: none */
+    int stops;             /* times the running worker was stopped (SIGSTOP, ...) */
 };
 
 void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
@@ -38,6 +40,11 @@ void respawn_restart(struct respawn *w, const char *why);
  * answered with how it ended, and another starts, at once unless workers keep
  * dying before they are ready. */
 void respawn_reaped(struct respawn *w, int status);
+/* The worker's process was stopped by signal sig (waitpid's WIFSTOPPED): it is
+ * continued, and the requests it runs are told so on stderr; one stopped more
+ * than RESPAWN_MAX_STOPS times is restarted instead. A stopped worker would
+ * otherwise hang its cell without a word until an interrupt escalated. */
+void respawn_stopped(struct respawn *w, int sig);
 /* The worker said hello: true if it was starting (it is ready now). */
 bool respawn_hello(struct respawn *w);
 /* What the worker can do for requests now. */

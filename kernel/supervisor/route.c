@@ -3,10 +3,14 @@
  * A frame passes its kind's parser (link/frames.c) before anything is done
  * with it. Each event names the request it belongs to (its msg_id), which
  * gives it its parent header, even for output from a thread that a cell
- * started and that outlived the cell. A reply must be for the request running
- * in the shell it names (and, when it names its parent, for that very one):
- * code in the worker cannot answer a request twice, nor one that has not
- * started. */
+ * started and that outlived the cell; output that belongs to no running
+ * request counts against the kernel's caps for late output (limits.c). A reply
+ * must name the request it answers, and that must be the request running in
+ * the shell it names: code in the worker, which can write to the link, cannot
+ * answer a request twice, nor one that has not started, nor make a later
+ * request take an earlier one's answer. A reply that lies is dropped, logged
+ * and counted; a worker that keeps lying is restarted, and the request it runs
+ * is told why. */
 #include "kernel/supervisor/route.h"
 
 #include <errno.h>
@@ -20,10 +24,33 @@
 #include "kernel/supervisor/outbox.h"
 #include "kernel/supervisor/shells.h"
 
+/* Replies that name a request their shell is not running, from one worker: past
+ * this, the worker is restarted. A worker whose code does not write to the link
+ * sends none (a subshell deleted while its request ran may leave one). */
+#define ROUTE_MAX_LIES 10
+
 static void bad_frame(struct kernel *k, const char *what)
 {
     k->bad_frames++;
     log_warn("dropped a frame from the worker (%lu so far): %s", k->bad_frames, what);
+}
+
+/* A reply that claims a request its shell is not running: dropped, and held
+ * against the worker. */
+static void lie(struct kernel *k, const char *what)
+{
+    bad_frame(k, what);
+    if (++k->lies <= ROUTE_MAX_LIES || k->io.worker(k->io.ctx) != KERNEL_WORKER_READY)
+        return;
+    char why[320];
+    snprintf(why, sizeof why,
+             "The worker sent %lu replies to requests it was not running (code in it "
+             "wrote forged messages to its link to the kernel), so it was restarted: "
+             "variables and imports from earlier cells are lost.",
+             k->lies);
+    log_warn("%s", why);
+    k->lies = 0;
+    k->io.restart_worker(k->io.ctx, why);
 }
 
 static void worker_iopub(struct kernel *k, const struct link_iopub *f,
@@ -35,7 +62,7 @@ static void worker_iopub(struct kernel *k, const struct link_iopub *f,
     json_t *parent = r ? r->msg->header : shells_recent_header(k, f->parent);
     if (!parent && !f->parent && (r = shells_running(k, NULL)))
         parent = r->msg->header;
-    if (!limits_output(k, r, f->msg_type, f->content))
+    if (!limits_output(k, r, parent, f->msg_type, f->content))
         return;
     if (r && strcmp(f->msg_type, "execute_result") == 0 && r->store_history) {
         const char *text = json_string_value(
@@ -59,20 +86,24 @@ static void worker_hello(struct kernel *k, const struct link_hello *f)
     snprintf(k->python_version, sizeof k->python_version, "%s", f->python_version);
     json_decref(k->sandbox_report);
     k->sandbox_report = json_incref(f->sandbox);
+    k->lies = 0;
+    limits_worker_ready(k);
 }
 
 static void worker_reply(struct kernel *k, const struct link_reply *f)
 {
     struct shell *sh = shells_find(k, f->shell);
     if (!sh || !sh->current) {
-        bad_frame(k, "a reply with no request running in its shell");
+        lie(k, "a reply with no request running in its shell");
         return;
     }
-    if (f->parent && strcmp(f->parent, msg_id(sh->current->msg)) != 0) {
-        bad_frame(k, "a reply to a request that its shell is not running");
+    if (strcmp(f->parent, msg_id(sh->current->msg)) != 0) {
+        lie(k, "a reply to a request that its shell is not running");
         return;
     }
-    shells_finish(k, sh, f->content, f->metadata);
+    json_t *content = limits_reply(k, sh->current, f->content);
+    shells_finish(k, sh, content, f->metadata);
+    json_decref(content);
 }
 
 static void worker_input_request(struct kernel *k, const struct link_input_request *f)

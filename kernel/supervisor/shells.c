@@ -325,10 +325,8 @@ static bool prepare_execute(struct kernel *k, struct shell *sh, struct request *
     else if (t && !json_is_null(t) && (!json_is_number(t) || json_number_value(t) < 0))
         why = "the metadata's sandpit.timeout must be a number of seconds, at least 0 "
               "(0: the kernel's own limit); the cell was not run";
-    if (!why) {
-        limits_set_timeout(k, r);
+    if (!why)
         return true;
-    }
     outbox_busy(k, r);
     outbox_error(k, r, "ValueError", why);
     outbox_idle(k, r);
@@ -418,10 +416,13 @@ again:
                 goto again;
             } else if (w == KERNEL_WORKER_READY) {
                 r = dequeue(sh);
-                if (!r->execute || prepare_execute(k, sh, r))
+                if (!r->execute || prepare_execute(k, sh, r)) {
+                    /* Every request the worker runs has a limit. */
+                    limits_set_timeout(k, r);
                     start_request(k, sh, r);
-                else
+                } else {
                     request_free(r);
+                }
             } else if (w == KERNEL_WORKER_FAILING) {
                 /* Workers keep failing to start: answer rather than leave clients
                  * waiting. */

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -125,6 +126,12 @@ static void io_restart_worker(void *ctx, const char *why)
     respawn_restart(&s->respawn, why);
 }
 
+static double io_worker_cpu(void *ctx)
+{
+    struct supervisor *s = ctx;
+    return child_cpu_seconds(s->child);
+}
+
 /* --- events ------------------------------------------------------------------- */
 
 static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
@@ -168,18 +175,31 @@ static void on_frame(void *data, const struct link_frame *f)
     route_frame(&s->k, f);
 }
 
-static void on_corrupt(void *data)
+static void on_corrupt(void *data, const char *what)
 {
     struct supervisor *s = data;
-    respawn_restart(&s->respawn, "The worker sent a corrupt message and was restarted: "
-                                 "variables and imports from earlier cells are lost.");
+    char why[512];
+    snprintf(why, sizeof why,
+             "The worker %s, and was restarted: variables and imports from earlier "
+             "cells are lost.",
+             what);
+    respawn_restart(&s->respawn, why);
 }
 
 static void reap_children(struct supervisor *s)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    /* WUNTRACED: a worker stopped (by a SIGSTOP its code sent itself) is an event
+     * too, or its cell would hang without a word. */
+    while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+        if (WIFSTOPPED(status)) {
+            if (pid == child_pid(s->child))
+                respawn_stopped(&s->respawn, WSTOPSIG(status));
+            else
+                kill(pid, SIGKILL); /* a worker already let go of */
+            continue;
+        }
         if (pid == child_pid(s->child))
             respawn_reaped(&s->respawn, status);
         child_reaped(s->child);
@@ -320,6 +340,12 @@ static int register_events(struct supervisor *s)
 static int supervisor_init(struct supervisor *s, struct options *opts)
 {
     memset(s, 0, sizeof *s);
+    /* Large blocks (a chart on its way, the worker's frames) are mapped apart and
+     * unmapped when freed, rather than left in the heap: one large output must not
+     * keep the supervisor large. Fixing the threshold also stops glibc raising it
+     * after the first large block is freed. */
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
     s->opts = opts;
     s->sigfd = -1;
     char err[512];
@@ -357,6 +383,8 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
     const struct child_events ev = {s, on_frame, on_corrupt};
     if (!(s->child = child_new(s->loop, &ev)))
         return -ENOMEM;
+    child_set_frame_limit(
+        s->child, link_worker_frame_limit(opts->max_output, options_max_images(opts)));
     respawn_init(&s->respawn, &s->k, s->child, s->loop, opts);
     s->k.loop = s->loop;
     memcpy(s->k.ports, s->conn.ports, sizeof s->k.ports);
@@ -368,6 +396,7 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
         .worker = io_worker,
         .worker_hello = io_worker_hello,
         .restart_worker = io_restart_worker,
+        .worker_cpu = io_worker_cpu,
     };
     return register_events(s);
 }

@@ -72,6 +72,17 @@ static PyObject *sp_send(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
         rc = uplink_send(json.buf, (size_t)json.len, frames, (size_t)n);
     Py_END_ALLOW_THREADS
+    if (rc == -EMSGSIZE) {
+        size_t len = (size_t)json.len;
+        for (Py_ssize_t i = 0; i < n; i++)
+            len += frames[i].len;
+        PyErr_Format(PyExc_ValueError,
+                     "sandpit: this output is %zu bytes, more than the %zu bytes a "
+                     "message from the code may have in this kernel (set by "
+                     "--max-output and --max-image-output); it was not sent",
+                     len, uplink_frame_limit());
+        goto out;
+    }
     if (rc) {
         errno = -rc;
         PyErr_SetFromErrno(PyExc_OSError);

@@ -20,6 +20,7 @@
 static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct link_reader reader;
+static size_t frame_limit = LINK_MAX_FRAME;
 
 /* The link is the worker's only reason to exist: when it breaks (the
  * supervisor has gone, or a cell closed or replaced fd 3), the worker ends at
@@ -37,9 +38,26 @@ void uplink_init(void)
     link_reader_init(&reader);
 }
 
+void uplink_set_frame_limit(size_t max)
+{
+    frame_limit = max ? max : LINK_MAX_FRAME;
+}
+
+size_t uplink_frame_limit(void)
+{
+    return frame_limit;
+}
+
 int uplink_send(const char *json, size_t json_len, const struct wire_frame *buffers,
                 size_t nbuffers)
 {
+    /* Refused here, with nothing sent, rather than sent and the worker ended by the
+     * supervisor for it: the code that made it gets an exception it can read. */
+    size_t body = 4 + json_len;
+    for (size_t i = 0; i < nbuffers; i++)
+        body += 4 + buffers[i].len;
+    if (body > frame_limit)
+        return -EMSGSIZE;
     unsigned char *frame;
     size_t len;
     int rc = link_encode(json, json_len, buffers, nbuffers, &frame, &len);

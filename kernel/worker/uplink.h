@@ -17,8 +17,14 @@
 /* Takes the link over (fd 3, close-on-exec from now). Call once, first. */
 void uplink_init(void);
 
+/* The largest frame the supervisor accepts from this worker (it ends a worker
+ * that sends more; see link_worker_frame_limit). 0: LINK_MAX_FRAME. */
+void uplink_set_frame_limit(size_t max);
+size_t uplink_frame_limit(void);
+
 /* Sends one frame (its JSON text and binary buffers, borrowed). Thread-safe;
- * blocks while the link is full. 0 or -errno. */
+ * blocks while the link is full. 0 or -errno: -EMSGSIZE, with nothing sent, for
+ * a frame larger than the limit above. */
 int uplink_send(const char *json, size_t json_len, const struct wire_frame *buffers,
                 size_t nbuffers);
 

@@ -195,6 +195,7 @@ int worker_main(int argc, char **argv)
     }
     log_init("worker", o.log_level, logfd >= 0 ? logfd : 2);
     uplink_init();
+    uplink_set_frame_limit(link_worker_frame_limit(o.max_output, options_max_images(&o)));
     if (chdir(o.workspace) != 0) {
         log_error("cannot enter the workspace %s: %s", o.workspace, strerror(errno));
         return 2;

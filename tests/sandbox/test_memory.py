@@ -407,6 +407,15 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
         token = plant(k)
         reply, _ = k.execute("import mmap\nm = mmap.mmap(-1, 4 << 30)")
         assert reply["content"]["ename"] == "PermissionError", reply["content"]
+        # in words, as the other refusals are, not a bare "[Errno 1]"
+        assert "shared memory is refused in this kernel's sandbox" in \
+            reply["content"]["evalue"], reply["content"]
+        assert "flags=mmap.MAP_PRIVATE" in reply["content"]["evalue"]
+        # the words are for that refusal only: another EPERM keeps its own
+        reply, _ = k.execute("import mmap, os\nm = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE)"
+                             "\nos.setuid(12345)")
+        assert reply["content"]["ename"] == "PermissionError", reply["content"]
+        assert "shared memory" not in reply["content"]["evalue"], reply["content"]
         assert k.run("import mmap\nm = mmap.mmap(-1, 1 << 20, flags=mmap.MAP_PRIVATE)\n"
                      "m[:5] = b'hello'\nprint(m[:5].decode())") == "hello\n"
         # the private temporary folder is a quarter of the limit: full, not the machine

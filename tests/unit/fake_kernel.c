@@ -77,6 +77,12 @@ static bool fake_hello(void *ctx)
     return true;
 }
 
+static double fake_cpu(void *ctx)
+{
+    struct fake *f = ctx;
+    return f->cpu;
+}
+
 static void fake_restart(void *ctx, const char *why)
 {
     struct fake *f = ctx;
@@ -103,6 +109,7 @@ void fake_init(struct fake *f)
         .worker = fake_worker,
         .worker_hello = fake_hello,
         .restart_worker = fake_restart,
+        .worker_cpu = fake_cpu,
     };
     f->worker = KERNEL_WORKER_READY;
 }

@@ -45,6 +45,7 @@ struct fake {
     size_t nsignals;
     char restarts[8][512]; /* the reasons given for restarts */
     size_t nrestarts;
+    double cpu; /* the worker's CPU time, in seconds, as io.worker_cpu says */
 };
 
 /* Sets up f with default options (the caller may change f->opts before the

@@ -146,16 +146,67 @@ static void test_replies_go_to_the_request_they_answer(void)
     CHECK_INT(f.k.bad_frames, 1);
     CHECK_STR(fake_labels(&f, b), "busy execute_input");
     /* a reply for a shell that runs nothing, or does not exist, is dropped */
-    fake_worker_reply(&f, "no-such-shell", NULL, "ok");
+    fake_worker_reply(&f, "no-such-shell", a, "ok");
     CHECK_INT(f.k.bad_frames, 2);
     /* the subshell's reply ends the subshell's request, not the main one's */
     fake_worker_reply(&f, sub, b, "ok");
     CHECK_STR(fake_labels(&f, b), "busy execute_input execute_reply idle");
     CHECK_STR(fake_labels(&f, a), "busy execute_input");
-    fake_worker_reply(&f, sub, NULL, "ok"); /* nothing runs there now */
+    fake_worker_reply(&f, sub, b, "ok"); /* nothing runs there now */
     CHECK_INT(f.k.bad_frames, 3);
     fake_worker_reply(&f, "", a, "ok");
     CHECK_STR(fake_labels(&f, a), "busy execute_input execute_reply idle");
+    fake_release(&f);
+}
+
+/* Code in the worker can write to the link. A reply that does not say which
+ * request it answers would end whatever its shell runs, and the real answer
+ * would then land on the next request: it is dropped. */
+static void test_a_reply_must_name_its_request(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128];
+    snprintf(
+        a, sizeof a, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL));
+    fake_worker_text(&f, "{\"type\": \"reply\", \"shell\": \"\", \"content\": "
+                         "{\"status\": \"error\", \"ename\": \"Forged\"}}");
+    CHECK_INT(f.k.bad_frames, 1);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input");
+    fake_worker_reply(&f, "", a, "ok");
+    CHECK_STR(fake_labels(&f, a), "busy execute_input execute_reply idle");
+    const struct fake_sent *r = fake_find(&f, a, "execute_reply");
+    CHECK_STR(json_string_value(json_object_get(r->content, "status")), "ok");
+    fake_release(&f);
+}
+
+/* A worker that keeps answering requests it does not run is restarted, and the
+ * cell it runs is told why. */
+static void test_a_worker_that_keeps_lying_is_restarted(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128];
+    snprintf(
+        a, sizeof a, "%s",
+        fake_request(&f, CONNECTION_SHELL, "execute_request", "{\"code\": \"a\"}", NULL));
+    for (int i = 0; i < 10; i++)
+        fake_worker_reply(&f, "", "not-a", "ok");
+    CHECK_INT(f.nrestarts, 0);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input");
+    fake_worker_reply(&f, "", "not-a", "ok");
+    REQUIRE(f.nrestarts == 1);
+    CHECK(strstr(f.restarts[0], "11 replies to requests it was not running") != NULL);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input error execute_reply idle");
+    const struct fake_sent *r = fake_find(&f, a, "execute_reply");
+    CHECK_STR(json_string_value(json_object_get(r->content, "ename")), "WorkerDied");
+    CHECK(strstr(json_string_value(json_object_get(r->content, "evalue")), "forged") !=
+          NULL);
+    /* the new worker starts with a clean slate */
+    fake_worker_text(&f, "{\"type\": \"hello\", \"python_version\": \"3.11\", "
+                         "\"sandbox\": []}");
+    CHECK_INT(f.k.lies, 0);
     fake_release(&f);
 }
 
@@ -333,6 +384,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_requests_wait_for_the_worker_to_say_hello),
     TESTING_CASE(test_workers_that_cannot_start_get_requests_answered),
     TESTING_CASE(test_replies_go_to_the_request_they_answer),
+    TESTING_CASE(test_a_reply_must_name_its_request),
+    TESTING_CASE(test_a_worker_that_keeps_lying_is_restarted),
     TESTING_CASE(test_bad_frames_are_counted_and_dropped),
     TESTING_CASE(test_output_after_the_cell_goes_to_the_cell),
     TESTING_CASE(test_input_goes_to_the_request_that_asked),

@@ -246,6 +246,233 @@ static void test_the_output_cap(void)
     fake_release(&f);
 }
 
+/* Completion and inspection run the user's code (__dir__, __repr__): they have a
+ * short limit of their own, escalate as a cell does, and their reply names the
+ * limit. */
+static void test_introspection_has_a_limit_of_its_own(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.introspection_s = 1; /* no --timeout at all */
+    char a[128], b[128];
+    SEND(&f, a, CONNECTION_SHELL, "complete_request", "{\"code\": \"x.\"}", NULL);
+    fake_advance(&f, 0.9);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 0);
+    fake_advance(&f, 0.2);
+    REQUIRE(fake_count_frames(&f, LINK_INTERRUPT) == 1);
+    struct link_interrupt in = last_interrupt(&f);
+    CHECK(in.timeout && in.limit == 1);
+    CHECK(f.nsignals == 1 && f.signals[0] == SIGINT);
+    /* the handler was interrupted: the worker's own words are replaced */
+    json_t *r = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                          "SandpitError", "evalue", "KeyboardInterrupt", "traceback");
+    fake_worker_frame(&f, link_reply_build(&(struct link_reply){
+                              .shell = "", .parent = a, .content = r}));
+    json_decref(r);
+    CHECK_STR(fake_labels(&f, a), "busy complete_reply idle");
+    const struct fake_sent *reply = fake_find(&f, a, "complete_reply");
+    CHECK_STR(json_string_value(json_object_get(reply->content, "ename")),
+              "TimeoutError");
+    CHECK_STR(json_string_value(json_object_get(reply->content, "evalue")),
+              "complete_request exceeded its time limit of 1 s");
+    /* one that does not stop has its worker restarted, and says so */
+    SEND(&f, b, CONNECTION_SHELL, "inspect_request", "{\"code\": \"x\"}", NULL);
+    fake_advance(&f, 1.1);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S);
+    REQUIRE(f.nrestarts == 1);
+    CHECK(strstr(f.restarts[0], "This inspect_request exceeded its time limit of 1 s") !=
+          NULL);
+    CHECK_STR(ename_of(&f, b, "inspect_reply"), "TimeoutError");
+    fake_release(&f);
+}
+
+/* A comm message runs a widget's handler: it has the cell's limit, and, having no
+ * reply, says on iopub that it was stopped. */
+static void test_comm_messages_have_the_cell_limit(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 3;
+    char a[128];
+    SEND(&f, a, CONNECTION_SHELL, "comm_msg", "{\"comm_id\": \"c\", \"data\": {}}", NULL);
+    fake_advance(&f, 2.9);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 0);
+    fake_advance(&f, 0.2);
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 1);
+    fake_worker_reply(&f, "", a, "error");
+    CHECK_STR(fake_labels(&f, a), "busy error idle");
+    CHECK_STR(ename_of(&f, a, "error"), "TimeoutError");
+    fake_release(&f);
+}
+
+static void display(struct fake *f, const char *parent, const char *data)
+{
+    json_t *c = json_pack("{s:o, s:{}}", "data", json_loads(data, 0, NULL), "metadata");
+    fake_worker_frame(f,
+                      link_iopub_build(&(struct link_iopub){
+                          .msg_type = "display_data", .parent = parent, .content = c}));
+    json_decref(c);
+}
+
+static const json_t *data_of(const struct fake *f, size_t i)
+{
+    return json_object_get(f->sent[i].content, "data");
+}
+
+/* Images count against a budget of their own, so a cap meant for text keeps the
+ * charts; past either, the part that fits is kept. */
+static void test_images_have_a_budget_of_their_own(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.max_output = 10;
+    f.opts.max_images = 100;
+    char a[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
+    size_t first = f.nsent;
+    /* 60 bytes of PNG, 8 of text: both fit */
+    display(&f, a,
+            "{\"image/png\": \""
+            "0123456789012345678901234567890123456789"
+            "01234567890123456789"
+            "\", \"text/plain\": \"<Figure>\"}");
+    /* text over the cap: the image stays */
+    display(&f, a, "{\"image/png\": \"0123456789\", \"text/plain\": \"<Figure>\"}");
+    /* an image over its budget: the text would stay, but the text is over too */
+    display(&f, a,
+            "{\"image/png\": \""
+            "0123456789012345678901234567890123456789"
+            "\", \"text/html\": \"<b>\"}");
+    /* application/json counts as text, by its JSON size */
+    display(&f, a, "{\"application/json\": {\"k\": [1, 2, 3]}}");
+    fake_worker_reply(&f, "", a, "ok");
+    CHECK_STR(fake_labels(&f, a),
+              "busy execute_input display_data display_data stream stream execute_reply "
+              "idle");
+    CHECK_INT(json_object_size(data_of(&f, first)), 2);
+    CHECK(json_object_get(data_of(&f, first + 1), "image/png") != NULL);
+    CHECK(json_object_get(data_of(&f, first + 1), "text/plain") == NULL);
+    const char *lines[2];
+    size_t n = 0;
+    for (size_t i = first; i < f.nsent; i++)
+        if (strcmp(f.sent[i].label, "stream") == 0)
+            lines[n++] = json_string_value(json_object_get(f.sent[i].content, "text"));
+    REQUIRE(n == 2);
+    /* 8 + 3 + 13 bytes of text ({"k":[1,2,3]}); 40 bytes of images */
+    CHECK_STR(lines[0], "\n[sandpit: output limit of 10 bytes reached; 24 more bytes of "
+                        "output were dropped]\n");
+    CHECK_STR(lines[1], "\n[sandpit: image limit of 100 bytes reached; 40 bytes of "
+                        "images were dropped]\n");
+    fake_release(&f);
+
+    /* images over their budget: the text of the display stays */
+    fake_init(&f);
+    f.opts.max_output = 100;
+    f.opts.max_images = 10;
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
+    first = f.nsent;
+    display(&f, a, "{\"image/png\": \"0123456789AB\", \"text/plain\": \"<Figure>\"}");
+    CHECK_STR(fake_labels(&f, a), "busy execute_input display_data");
+    CHECK_INT(json_object_size(data_of(&f, first)), 1);
+    CHECK(json_object_get(data_of(&f, first), "text/plain") != NULL);
+    fake_release(&f);
+
+    /* by default, images get 16 MiB where text is capped, and nothing is capped
+     * where it is not */
+    struct options o;
+    options_init(&o);
+    CHECK_INT(options_max_images(&o), 0);
+    o.max_output = 10000;
+    CHECK_INT(options_max_images(&o), 16 << 20);
+    o.max_images = 0;
+    CHECK_INT(options_max_images(&o), 0);
+    options_release(&o);
+}
+
+/* Output of no running request (a thread whose cell has ended, a parent the
+ * kernel never ran) is capped per minute for the whole kernel: late output is
+ * no way round the cap. */
+static void test_late_output_is_capped_for_the_kernel(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.max_output = 10;
+    char a[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
+    fake_worker_reply(&f, "", a, "ok");
+    size_t first = f.nsent;
+    for (int i = 0; i < 1000; i++) {
+        stream(&f, a, "0123456");
+        stream(&f, "never-ran", "0123456");
+    }
+    size_t bytes = 0, notices = 0;
+    for (size_t i = first; i < f.nsent; i++) {
+        const char *t = json_string_value(json_object_get(f.sent[i].content, "text"));
+        if (strstr(t, "[sandpit: output that comes after its cell has ended"))
+            notices++;
+        else
+            bytes += strlen(t);
+    }
+    CHECK_INT(bytes, 10);
+    CHECK_INT(notices, 1);
+    /* a minute later, a little more may pass */
+    fake_advance(&f, LIMITS_LATE_WINDOW_S);
+    stream(&f, a, "0123456");
+    CHECK_STR(json_string_value(json_object_get(f.sent[f.nsent - 1].content, "text")),
+              "0123456");
+    fake_release(&f);
+}
+
+/* While no request runs, the worker's CPU time is that of threads a cell left
+ * running: light work goes on, a busy loop gets the worker restarted, and the
+ * next cell says why. */
+static void test_threads_in_the_background_have_a_cpu_budget(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 2;
+    char a[128], b[128];
+    fake_worker_text(&f, "{\"type\": \"hello\", \"python_version\": \"3.11\", "
+                         "\"sandbox\": []}");
+    /* what a request uses is the request's */
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
+    f.cpu += 100;
+    fake_advance(&f, 100);
+    fake_worker_reply(&f, "", a, "ok");
+    /* light work, within a tenth of a CPU: for ever */
+    for (int i = 0; i < 100; i++) {
+        f.cpu += 0.05;
+        fake_advance(&f, 1);
+    }
+    CHECK_INT(f.nrestarts, 0);
+    /* a busy loop: 2 s of CPU more than the refill, then a restart */
+    for (int i = 0; i < 20 && !f.nrestarts; i++) {
+        f.cpu += 0.5;
+        fake_advance(&f, 0.5);
+    }
+    REQUIRE(f.nrestarts == 1);
+    CHECK(strstr(f.restarts[0], "used too much CPU while no cell ran") != NULL);
+    fake_worker_text(&f, "{\"type\": \"hello\", \"python_version\": \"3.11\", "
+                         "\"sandbox\": []}");
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"q\"}", NULL);
+    CHECK_STR(fake_labels(&f, b), "busy execute_input stream");
+    const struct fake_sent *note = fake_find(&f, b, "stream");
+    CHECK(strstr(json_string_value(json_object_get(note->content, "text")),
+                 "threads left running by an earlier cell") != NULL);
+    fake_worker_reply(&f, "", b, "ok");
+    /* without a time limit, no budget */
+    fake_release(&f);
+    fake_init(&f);
+    fake_worker_text(&f, "{\"type\": \"hello\", \"python_version\": \"3.11\", "
+                         "\"sandbox\": []}");
+    for (int i = 0; i < 100; i++) {
+        f.cpu += 1;
+        fake_advance(&f, 1);
+    }
+    CHECK_INT(f.nrestarts, 0);
+    fake_release(&f);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_time_limit_then_escalation_in_the_main_shell),
     TESTING_CASE(test_time_limit_in_a_subshell),
@@ -254,6 +481,11 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_an_interrupt_not_obeyed_restarts_the_worker),
     TESTING_CASE(test_a_restart_for_the_time_limit_is_logged_once),
     TESTING_CASE(test_the_output_cap),
+    TESTING_CASE(test_introspection_has_a_limit_of_its_own),
+    TESTING_CASE(test_comm_messages_have_the_cell_limit),
+    TESTING_CASE(test_images_have_a_budget_of_their_own),
+    TESTING_CASE(test_late_output_is_capped_for_the_kernel),
+    TESTING_CASE(test_threads_in_the_background_have_a_cpu_budget),
     {0},
 };
 

@@ -97,6 +97,73 @@ static void test_framing_corrupt(void)
     link_reader_release(&r);
 }
 
+/* A reader with a bound of its own refuses a larger frame from its first four
+ * bytes, before any of its body is buffered; one within the bound passes; and
+ * a reader that a large frame grew gives its buffer back once it is empty. */
+static void test_a_reader_bounds_frames_and_gives_memory_back(void)
+{
+    struct link_reader r;
+    struct link_frame f;
+    link_reader_init(&r);
+    link_reader_set_max(&r, 1000);
+    uint32_t header[2] = {400u << 20, 10};
+    feed(&r, header, sizeof header);
+    CHECK_INT(link_reader_next(&r, &f), -EMSGSIZE);
+    CHECK_INT(link_reader_pending_size(&r), 400u << 20);
+    CHECK(r.cap <= 131072); /* nothing of the 400 MB was waited for */
+    link_reader_release(&r);
+
+    link_reader_init(&r);
+    link_reader_set_max(&r, 2u << 20);
+    size_t big = (1u << 20) + 10;
+    char *json = malloc(big + 1);
+    REQUIRE(json != NULL);
+    memset(json, ' ', big);
+    json[0] = '1';
+    unsigned char *enc;
+    size_t len;
+    REQUIRE(link_encode(json, big, NULL, 0, &enc, &len) == 0);
+    free(json);
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    int rc = 0;
+    size_t sent = 0;
+    while (rc != 1) {
+        if (sent < len) {
+            ssize_t n = write(sv[0], enc + sent, len - sent < 65536 ? len - sent : 65536);
+            REQUIRE(n > 0);
+            sent += (size_t)n;
+        }
+        REQUIRE(link_reader_fill(&r, sv[1]) > 0);
+        rc = link_reader_next(&r, &f);
+        REQUIRE(rc >= 0);
+    }
+    free(enc);
+    CHECK_INT(f.json_len, big);
+    link_frame_release(&f);
+    CHECK(r.cap > LINK_READER_KEEP);
+    CHECK(link_reader_shrink(&r) > LINK_READER_KEEP);
+    CHECK(r.buf == NULL && r.cap == 0);
+    CHECK_INT(link_reader_shrink(&r), 0);
+    /* and it reads on */
+    REQUIRE(link_write_all(sv[0],
+                           "\x05\0\0\0\x01\0\0\0"
+                           "7",
+                           9) == 0);
+    REQUIRE(link_reader_fill(&r, sv[1]) > 0);
+    REQUIRE(link_reader_next(&r, &f) == 1);
+    CHECK_STR(f.json, "7");
+    link_frame_release(&f);
+    link_reader_release(&r);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* the worker's bound: its caps however JSON escapes them, and a margin */
+    CHECK_INT(link_worker_frame_limit(0, 0), LINK_WORKER_FRAME_MAX);
+    CHECK_INT(link_worker_frame_limit(10000, 16u << 20),
+              60000 + (16u << 20) + LINK_WORKER_FRAME_MARGIN);
+}
+
 /* Frames a frame object, reads it back through a reader and decodes it:
  * what the other end of the link does. Returns the decoded object (new). */
 static json_t *through_the_link(json_t *frame, enum link_kind want)
@@ -245,7 +312,7 @@ static void test_every_kind_round_trips(void)
 
         o = through_the_link(link_reply_build(&(struct link_reply){
                                  .shell = "sub-1",
-                                 .parent = full ? "m-1" : NULL,
+                                 .parent = "m-1", /* a reply always names it */
                                  .content = content,
                                  .metadata = full ? metadata : NULL,
                              }),
@@ -253,7 +320,7 @@ static void test_every_kind_round_trips(void)
         struct link_reply re;
         REQUIRE(link_reply_parse(o, &re, err, sizeof err) == 0);
         CHECK_STR(re.shell, "sub-1");
-        CHECK_STR(re.parent, full ? "m-1" : NULL);
+        CHECK_STR(re.parent, "m-1");
         CHECK(json_equal(re.content, content));
         CHECK(full ? json_equal(re.metadata, metadata) : re.metadata == NULL);
         json_decref(o);
@@ -399,8 +466,10 @@ static void test_malformed_frames_are_refused(void)
         {"{\"type\": \"iopub\", \"msg_type\": \"stream\", \"content\": {}, \"parent\": "
          "5}",
          "\"parent\" is not a string"},
-        {"{\"type\": \"reply\", \"shell\": \"\", \"content\": []}",
+        {"{\"type\": \"reply\", \"shell\": \"\", \"parent\": \"m\", \"content\": []}",
          "reply: \"content\" is not an object"},
+        {"{\"type\": \"reply\", \"shell\": \"\", \"content\": {}}",
+         "reply: no \"parent\""},
         {"{\"type\": \"reply\", \"content\": {}}", "reply: no \"shell\""},
         {"{\"type\": \"reply\", \"shell\": \"a\\u0000b\", \"content\": {}}", "not JSON"},
         {"{\"type\": \"input_request\", \"content\": \"prompt\"}",
@@ -448,11 +517,16 @@ static void test_malformed_frames_are_refused(void)
     json_decref(iopub);
     /* A builder refuses a frame without its required fields. */
     CHECK(link_reply_build(&(struct link_reply){.shell = NULL}) == NULL);
+    json_t *content = json_object();
+    CHECK(link_reply_build(&(struct link_reply){.shell = "", .content = content}) ==
+          NULL);
+    json_decref(content);
 }
 
 static const struct testing_case cases[] = {
     TESTING_CASE(test_framing_round_trip),
     TESTING_CASE(test_framing_corrupt),
+    TESTING_CASE(test_a_reader_bounds_frames_and_gives_memory_back),
     TESTING_CASE(test_kind_names),
     TESTING_CASE(test_every_kind_round_trips),
     TESTING_CASE(test_malformed_frames_are_refused),

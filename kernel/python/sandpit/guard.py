@@ -22,6 +22,12 @@ and queues (which need a semaphore in /dev/shm, read-only, before they even
 try to start a process) say that new processes are disabled
 (guard_semaphores(), applied by sandpit.import_hooks when multiprocessing
 loads).
+
+One refusal cannot be judged first: where no cgroup counts shared memory, the
+filter refuses anonymous shared mappings (mmap.mmap(-1, n), whose flags are
+MAP_SHARED unless told otherwise), but the audit event of mmap does not carry
+the flags. The hook notes where such a mapping was asked for, and explain()
+words the PermissionError raised at that very place.
 """
 
 import errno
@@ -35,6 +41,13 @@ _PROGRAMS = ("starting programs is disabled in this kernel's sandbox (no shell, 
 _PROCESSES = ("new processes are disabled in this kernel's sandbox (threads work: try "
               "threading or concurrent.futures.ThreadPoolExecutor)")
 _NETWORK = "network access is disabled in this kernel"
+_SHARED_MEMORY = ("shared memory is refused in this kernel's sandbox, because no cgroup "
+                  "can count it against the memory limit on this machine: "
+                  "mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE) gives private memory")
+
+# Where in the code an anonymous mapping was last asked for, in this thread: the
+# frame's code and instruction, as a traceback records them.
+_anonymous_mmap = threading.local()
 
 _network_families = {socket.AF_INET, socket.AF_INET6}
 for _name in ("AF_PACKET", "AF_NETLINK"):
@@ -74,7 +87,9 @@ def _unreadable_path_entries():
 
 def explain(exc):
     """Makes the message of an error that the sandbox or a limit caused say
-    so (reword()); returns a note to add for what a message cannot hold, or None."""
+    so (reword()); returns a note to add for what a message cannot hold, or None. The
+    PermissionError of a refused shared mapping is worded in place instead (its
+    strerror), so that its message itself says why."""
     env = os.environ
     reword(exc)
     if isinstance(exc, ModuleNotFoundError) and env.get("SANDPIT_SANDBOX", "on") == "on":
@@ -86,6 +101,10 @@ def explain(exc):
                     "may read)" % ", ".join(unreadable))
         return None
     if not isinstance(exc, OSError):
+        return None
+    if exc.errno == errno.EPERM and _raised_by_anonymous_mmap(exc):
+        # The message itself, not only a note: agents read evalue.
+        exc.strerror = _SHARED_MEMORY
         return None
     if exc.errno == errno.EFBIG and env.get("SANDPIT_MAX_FILE_MIB", "0") != "0":
         return ("sandpit: files are limited to %s MiB in this kernel (--max-file)"
@@ -188,6 +207,18 @@ def guard_semaphores(synchronize):
     cls.__init__ = __init__
 
 
+def _raised_by_anonymous_mmap(exc):
+    """Whether exc was raised by the call that the hook saw ask for an anonymous
+    mapping (the innermost frame of its traceback, at that instruction)."""
+    site = getattr(_anonymous_mmap, "site", None)
+    tb = exc.__traceback__
+    if site is None or tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return (tb.tb_frame.f_code, tb.tb_lasti) == site
+
+
 def _make_hook(network):
     own_pid = os.getpid()
 
@@ -219,6 +250,11 @@ def _make_hook(network):
             raise PermissionError("%s: could not run %r" % (_PROGRAMS, _describe(args[1])))
         if event in ("os.fork", "os.forkpty"):
             raise PermissionError("%s: %s() was refused" % (_PROCESSES, event))
+        if event == "mmap.__new__":  # (fileno, length, access, offset)
+            if args[0] == -1:
+                caller = sys._getframe(1)
+                _anonymous_mmap.site = (caller.f_code, caller.f_lasti)
+            return
         if event in ("os.kill", "os.killpg"):
             if event == "os.killpg" or args[0] != own_pid:
                 raise PermissionError("signals to other processes are refused in this "
@@ -242,7 +278,7 @@ _READS = frozenset(("os.listdir", "os.scandir"))
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _EVENTS = frozenset((
     "os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-    "os.forkpty", "os.kill", "os.killpg", "socket.__new__", "socket.getaddrinfo",
+    "os.forkpty", "os.kill", "os.killpg", "mmap.__new__", "socket.__new__", "socket.getaddrinfo",
     "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr", "open",
 )) | _WRITES | _READS
 
