@@ -6,7 +6,9 @@ written here from its sources, file by file):
   writes, its placeholders filled in as RemoteKernelManager.format_kernel_cmd
   fills them (services/kernels/remotemanager.py: a regular expression over
   each argument, unknown names left alone), and run as the
-  DistributedProcessProxy runs it on a host;
+  DistributedProcessProxy runs it on a remote host (distributed.py,
+  _build_startup_command: exports, then `nohup ARGV >> LOG 2>&1 & echo $!`
+  through SSH's shell, which then exits);
 - the public key is made and passed as ResponseManager makes it (1024-bit RSA,
   the PEM body without header, footer and line breaks), and the payload is read
   from the response address to the end of the stream and opened as
@@ -27,6 +29,8 @@ import os
 import random
 import re
 import select
+import shlex
+import signal
 import socket
 import stat
 import subprocess
@@ -146,6 +150,49 @@ def end(proc):
             proc.wait()
 
 
+def alive(pid):
+    """Whether pid runs (a zombie no longer does)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid, timeout=LIMIT):
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        assert time.monotonic() < deadline, "process %d still runs after %d s" % (pid, timeout)
+        time.sleep(0.05)
+
+
+class Detached:
+    """A kernel started as the DistributedProcessProxy starts one over SSH: the
+    shell that starts it has exited, so it is nobody's child here."""
+
+    def __init__(self, argv, cwd, log):
+        # The gateway's environment may hold JPY_PARENT_PID (it is a Jupyter
+        # application); exported over SSH it names a process that is not the
+        # kernel's parent, and the kernel must not end because of it.
+        cmd = "export JPY_PARENT_PID=%d;nohup" % os.getpid()
+        cmd += "".join(" " + shlex.quote(a) for a in argv)
+        cmd += " >> %s 2>&1 & echo $!" % shlex.quote(str(log))
+        out = subprocess.run(["sh", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+                             timeout=LIMIT, check=True).stdout
+        self.pid = int(out.strip().splitlines()[-1])
+
+    def poll(self):
+        return None if alive(self.pid) else 0
+
+    def end(self):
+        if alive(self.pid):
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                wait_gone(self.pid)
+            except AssertionError:
+                os.kill(self.pid, signal.SIGKILL)
+
+
 class Remote:
     pass
 
@@ -155,7 +202,8 @@ def remote(jupyter_dir, tmp_path_factory):
     """A kernel started from the distributed kernelspec, as the gateway starts
     one, and a client on it."""
     gw = Gateway()
-    _, spec = install(jupyter_dir, "--enterprise-gateway", "distributed", "--timeout", "120")
+    _, spec = install(jupyter_dir, "--enterprise-gateway", "distributed", "--timeout", "120",
+                      "--log-level", "info")
     low, high = port_range()
     r = Remote()
     r.gateway, r.range, r.kernel_id = gw, (low, high), str(uuid.uuid4())
@@ -163,9 +211,7 @@ def remote(jupyter_dir, tmp_path_factory):
         "kernel_id": r.kernel_id, "response_address": gw.response_address,
         "public_key": gw.public_key, "port_range": "%d..%d" % (low, high)})
     r.log = tmp_path_factory.mktemp("log") / "kernel.log"
-    with open(r.log, "w") as log:
-        r.proc = subprocess.Popen(r.argv, cwd=str(tmp_path_factory.mktemp("ws")),
-                                  stdout=subprocess.DEVNULL, stderr=log)
+    r.proc = Detached(r.argv, str(tmp_path_factory.mktemp("ws")), r.log)
     r.kc = None
     try:
         r.info = gw.receive(r.proc)
@@ -175,7 +221,7 @@ def remote(jupyter_dir, tmp_path_factory):
     finally:
         if r.kc:
             r.kc.stop_channels()
-        end(r.proc)
+        r.proc.end()
         gw.close()
 
 
@@ -215,6 +261,10 @@ def test_cells_run_and_cannot_read_the_connection_file(remote):
 def test_a_poll_changes_nothing(remote):
     send_listener_request(remote.info["comm_port"], {"signum": 0})
     assert remote.kernel.run("print(x)") == "42\n"
+    # A cell that outlasts the second after which a kernel started by a Jupyter
+    # client looks at its parent: a gateway's kernel must not.
+    assert remote.kernel.run("import time\ntime.sleep(1.5)\nprint(x)") == "42\n"
+    assert remote.proc.poll() is None
 
 
 def test_signal_2_interrupts_the_running_cell_and_keeps_state(remote):
@@ -251,10 +301,13 @@ def test_shutdown_ends_the_kernel(remote):
     path = os.path.join(os.environ["JUPYTER_RUNTIME_DIR"],
                         "sandpit-gateway-%s-%d.json" % (remote.kernel_id, remote.proc.pid))
     send_listener_request(port, {"shutdown": 1}, shutdown_socket=True)
-    assert remote.proc.wait(LIMIT) == 0
+    wait_gone(remote.proc.pid)
     with pytest.raises(ConnectionRefusedError):
         send_listener_request(port, {"signum": 0})
     assert not os.path.exists(path)
+    log = log_of(remote)
+    assert "the gateway asked the kernel to shut down" in log
+    assert "kernel stopped" in log
 
 
 def run_failing(args, timeout=LIMIT):
