@@ -109,7 +109,8 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              python3-comm python3-ipywidgets python3-rich python3-pygments \
              jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
-             jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv
+             jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv \
+             python3-cryptography python3-jinja2 python3-yaml
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
 # services), pinned by tests/node/package-lock.json.
@@ -157,13 +158,14 @@ integration-test: $(BIN)
 
 # The unit tests and a few integration files that go through every part of the
 # supervisor (cells, crashes and malformed messages, hostile messages, the worker's
-# cgroup) under AddressSanitizer and UBSan together. Any report, from any process
+# cgroup, the gateway's handshake and communication port) under AddressSanitizer and
+# UBSan together. Any report, from any process
 # (the supervisor at its exit included, where no test would see it), fails the run.
 SAN_KINDS   := address,undefined
 SAN_BUILD   := build-$(subst $(comma),-,$(SAN_KINDS))
 SAN_REPORTS := $(abspath $(SAN_BUILD))/reports
 SAN_TESTS   := tests/integration/test_execute.py tests/integration/test_robustness.py \
-               tests/sandbox/test_messages.py \
+               tests/sandbox/test_messages.py tests/integration/test_enterprise_gateway.py \
                "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends"
 # A worker that a test crashes on purpose must die of its signal, as without
 # sanitizers: the runtime's own handlers are off.

@@ -20,6 +20,7 @@
 
 #include "kernel/embedded.h"
 #include "kernel/fsutil.h"
+#include "kernel/gateway_spec.h"
 #include "kernel/options.h"
 
 static void usage(FILE *f)
@@ -27,11 +28,17 @@ static void usage(FILE *f)
     fprintf(
         f, "usage: sandpit install [--user | --prefix DIR] [--name NAME]\n"
            "                       [--display-name TEXT] [--profile default|agent]\n"
-           "                       [--interrupt-mode message|signal] [kernel options]\n\n"
+           "                       [--interrupt-mode message|signal] [kernel options]\n"
+           "                       [--enterprise-gateway distributed|kubernetes]\n"
+           "                       [--image NAME]\n\n"
            "Writes a Jupyter kernelspec that starts this sandpit binary: for every user\n"
            "(in /usr/local/share/jupyter) unless --user (the Jupyter data folder) or\n"
            "--prefix DIR (DIR/share/jupyter) says otherwise. `sandpit list` shows the\n"
-           "kernelspecs installed, `sandpit uninstall` removes one.\n\n"
+           "kernelspecs installed, `sandpit uninstall` removes one. With\n"
+           "--enterprise-gateway, the kernelspec is for Jupyter Enterprise Gateway's\n"
+           "DistributedProcessProxy (kernels on hosts reached over SSH) or\n"
+           "KubernetesProcessProxy (kernels in pods of the image NAME, "
+           "default " GATEWAY_SPEC_DEFAULT_IMAGE ").\n\n"
            "kernel options (written into the kernelspec's argv):\n");
     options_usage(f);
 }
@@ -66,9 +73,13 @@ int install_data_dir(bool user, const char *prefix, char *out, size_t len)
 static const char *install_value_name(const char *a)
 {
     static const char *const takes[][2] = {
-        {"--prefix", "a folder"},          {"--name", "a name"},
-        {"--display-name", "a text"},      {"--interrupt-mode", "message or signal"},
+        {"--prefix", "a folder"},
+        {"--name", "a name"},
+        {"--display-name", "a text"},
+        {"--interrupt-mode", "message or signal"},
         {"--profile", "default or agent"},
+        {"--enterprise-gateway", "distributed or kubernetes"},
+        {"--image", "an image name"},
     };
     for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
         if (strcmp(a, takes[i][0]) == 0)
@@ -91,6 +102,8 @@ int install_main(int argc, char **argv)
 {
     bool user = false, agent = false;
     const char *prefix = NULL, *name = NULL, *display = NULL, *interrupt_mode = "message";
+    const char *gateway = NULL, *image = NULL;
+    char gw_name[80], gw_display[128];
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0, status = 2; /* until the command line has been read */
     struct options o;
@@ -120,6 +133,10 @@ int install_main(int argc, char **argv)
             display = argv[++i];
         } else if (strcmp(a, "--interrupt-mode") == 0) {
             interrupt_mode = argv[++i];
+        } else if (strcmp(a, "--enterprise-gateway") == 0) {
+            gateway = argv[++i];
+        } else if (strcmp(a, "--image") == 0) {
+            image = argv[++i];
         } else if (strcmp(a, "--profile") == 0) {
             const char *p = argv[++i];
             char perr[128];
@@ -147,10 +164,22 @@ int install_main(int argc, char **argv)
         fprintf(stderr, "sandpit install: %s\n", err);
         goto out;
     }
-    if (!name)
+    if ((gateway && !gateway_spec_known(gateway)) || (image && !gateway)) {
+        fprintf(stderr, "sandpit install: --enterprise-gateway takes distributed or "
+                        "kubernetes (--image goes with kubernetes)\n");
+        goto out;
+    }
+    if (!name) {
         name = agent ? "sandpit-agent" : "sandpit";
-    if (!display)
+        if (gateway && snprintf(gw_name, sizeof gw_name, "%s-%s", name, gateway) > 0)
+            name = gw_name;
+    }
+    if (!display) {
         display = agent ? "Python 3 (sandpit, agent)" : "Python 3 (sandpit)";
+        if (gateway && snprintf(gw_display, sizeof gw_display, "%.*s, %s)",
+                                (int)strlen(display) - 1, display, gateway) > 0)
+            display = gw_display;
+    }
     if (!install_valid_name(name)) {
         fprintf(stderr,
                 "sandpit install: a kernel name uses only letters, digits, -, _ "
@@ -189,6 +218,12 @@ int install_main(int argc, char **argv)
     json_t *spec = json_pack("{s:o, s:s, s:s, s:s, s:{s:b}}", "argv", jargv,
                              "display_name", display, "language", "python",
                              "interrupt_mode", interrupt_mode, "metadata", "debugger", 0);
+    if (spec && gateway &&
+        (rc = gateway_spec_apply(spec, gateway, image, dir, err, sizeof err))) {
+        fprintf(stderr, "sandpit install: %s\n", err);
+        json_decref(spec);
+        goto out;
+    }
     char *text = spec ? json_dumps(spec, JSON_INDENT(2)) : NULL;
     json_decref(spec);
     if (!text || (rc = fsutil_mkdir_p(dir, 0755)) != 0 ||

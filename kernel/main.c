@@ -1,6 +1,8 @@
 /* sandpit: a Jupyter kernel in C that runs Python in a sandboxed worker.
  *
  *   sandpit kernel -f CONNECTION_FILE [options]   the kernel (from kernel.json)
+ *   sandpit kernel --RemoteProcessProxy.* ...     the same, started by Enterprise
+ *                                                 Gateway (kernel/gateway.h)
  *   sandpit install [--user | --prefix DIR] ...   write a kernelspec
  *   sandpit uninstall | list                      remove one, list them
  *   sandpit check-sandbox                         what the sandbox can do here
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "kernel/client/commands.h"
+#include "kernel/gateway.h"
 #include "kernel/install.h"
 #include "kernel/kernelspecs.h"
 #include "kernel/log.h"
@@ -30,8 +33,14 @@ static void usage(FILE *f)
         "sandpit %s: a Jupyter kernel that runs Python in a sandbox\n\n"
         "usage:\n"
         "  sandpit kernel -f CONNECTION_FILE [options]\n"
+        "  sandpit kernel --RemoteProcessProxy.kernel-id ID\n"
+        "                 --RemoteProcessProxy.response-address HOST:PORT\n"
+        "                 --RemoteProcessProxy.public-key KEY\n"
+        "                 [--RemoteProcessProxy.port-range LOW..HIGH] [options]\n"
+        "                 (started by Jupyter Enterprise Gateway)\n"
         "  sandpit install [--user | --prefix DIR] [--name NAME] [--display-name TEXT]\n"
         "                  [--profile default|agent] [--interrupt-mode message|signal]\n"
+        "                  [--enterprise-gateway distributed|kubernetes [--image NAME]]\n"
         "                  [options]\n"
         "  sandpit uninstall [--user | --prefix DIR] [--name NAME]\n"
         "  sandpit list\n"
@@ -51,24 +60,42 @@ static void usage(FILE *f)
 static int kernel_main(int argc, char **argv)
 {
     struct options o;
+    struct gateway gw;
     options_init(&o);
+    gateway_init(&gw);
     char err[512];
     int status = 2;
-    if (options_parse(&o, argc, argv, err, sizeof err) ||
-        options_check(&o, err, sizeof err)) {
+    if (gateway_take_options(&gw, &argc, argv, err, sizeof err) ||
+        options_parse(&o, argc, argv, err, sizeof err) ||
+        options_check(&o, err, sizeof err) ||
+        (gw.enabled && gateway_check(&gw, err, sizeof err))) {
         fprintf(stderr, "sandpit kernel: %s\n", err);
         goto out;
     }
-    if (!o.connection_file) {
+    if (gw.enabled && o.connection_file) {
+        fprintf(stderr, "sandpit kernel: -f and the gateway's --RemoteProcessProxy "
+                        "options cannot be used together\n");
+        goto out;
+    }
+    if (!gw.enabled && !o.connection_file) {
         fprintf(stderr, "sandpit kernel: -f CONNECTION_FILE is required\n");
         goto out;
     }
     log_init("kernel", o.log_level, 2);
+    if (gw.enabled) {
+        if (gateway_prepare(&gw, err, sizeof err) ||
+            !(o.connection_file = strdup(gw.connection_file))) {
+            fprintf(stderr, "sandpit kernel: %s\n", err);
+            status = 1;
+            goto out;
+        }
+    }
     if (!o.sandbox)
         log_warn("the sandbox is off (--sandbox off): code runs with all the rights of "
                  "the user who started the kernel");
-    status = supervisor_run(&o);
+    status = supervisor_run(&o, gw.enabled ? &gw : NULL);
 out:
+    gateway_release(&gw);
     options_release(&o);
     return status;
 }

@@ -54,6 +54,13 @@ int connfile_write(const char *path, char *err, size_t errlen)
     if (rc)
         return errbuf_set(rc, err, errlen, "cannot find free ports on 127.0.0.1: %s",
                           strerror(-rc));
+    return connfile_write_ports(path, "127.0.0.1", ports, err, errlen);
+}
+
+int connfile_write_ports(const char *path, const char *ip,
+                         const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen)
+{
+    int rc = 0;
     unsigned char r[16];
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
         return errbuf_set(-errno, err, errlen, "cannot make a key: %s", strerror(errno));
@@ -68,7 +75,7 @@ int connfile_write(const char *path, char *err, size_t errlen)
         "{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "shell_port",
         ports[CONNECTION_SHELL], "iopub_port", ports[CONNECTION_IOPUB], "stdin_port",
         ports[CONNECTION_STDIN], "control_port", ports[CONNECTION_CONTROL], "hb_port",
-        ports[CONNECTION_HB], "ip", "127.0.0.1", "key", key, "transport", "tcp",
+        ports[CONNECTION_HB], "ip", ip, "key", key, "transport", "tcp",
         "signature_scheme", "hmac-sha256", "kernel_name", "sandpit");
     char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(doc);

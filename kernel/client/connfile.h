@@ -7,9 +7,16 @@
 
 #include <stddef.h>
 
+#include "protocol/connection.h"
+
 /* Writes a connection file at path (mode 0600, replacing any file there):
  * tcp on 127.0.0.1, five ports that were free when bound, a random key,
  * hmac-sha256. 0 or -errno with a sentence in err. */
 int connfile_write(const char *path, char *err, size_t errlen);
+
+/* As connfile_write, with the address and the five ports (by enum
+ * connection_channel) chosen by the caller. */
+int connfile_write_ports(const char *path, const char *ip,
+                         const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen);
 
 #endif

@@ -24,7 +24,9 @@
  * written from a buffer when it is writable. Signals arrive on a signalfd, so
  * a SIGINT or SIGCHLD is one more event in the loop. Everything the worker
  * does that could go wrong (dying, hanging, flooding) is an event here,
- * answered with an error on the request that was running. */
+ * answered with an error on the request that was running. A kernel started by
+ * Jupyter Enterprise Gateway (kernel/gateway.c) reports its ports once they are
+ * bound, and serves the gateway's communication port (commport.c) in the loop. */
 #include "kernel/supervisor/supervisor.h"
 
 #include <errno.h>
@@ -44,6 +46,7 @@
 #include "kernel/log.h"
 #include "kernel/supervisor/channels.h"
 #include "kernel/supervisor/child.h"
+#include "kernel/supervisor/commport.h"
 #include "kernel/supervisor/dispatch.h"
 #include "kernel/supervisor/font_cache.h"
 #include "kernel/supervisor/kernel.h"
@@ -76,8 +79,10 @@ struct supervisor {
     struct child *child;
     struct respawn respawn;
     struct kernel k;
-    char *tmpdir;     /* the private temporary folder we made; removed at exit */
-    pid_t parent_pid; /* the process that started the kernel */
+    char *tmpdir;              /* the private temporary folder we made; removed at exit */
+    pid_t parent_pid;          /* the process that started the kernel */
+    struct gateway *gateway;   /* borrowed; NULL unless started by Enterprise Gateway */
+    struct commport *commport; /* the gateway's communication port */
 };
 
 /* --- the kernel's view of the world (kernel_io) ------------------------------- */
@@ -243,6 +248,19 @@ static double on_parent_check(struct loop *l, long long id, void *data)
     return PARENT_CHECK_S;
 }
 
+static void on_gateway_interrupt(void *data)
+{
+    struct supervisor *s = data;
+    limits_interrupt_all(&s->k, "the gateway's interrupt");
+}
+
+static void on_gateway_stop(void *data, const char *why)
+{
+    struct supervisor *s = data;
+    log_info("%s: shutting down", why);
+    loop_stop(s->loop);
+}
+
 /* Before each wait: start what waits for a worker that has become free. */
 static void before_wait(struct loop *l, void *data)
 {
@@ -331,13 +349,33 @@ static int register_events(struct supervisor *s)
     }
     const char *jpy = getenv("JPY_PARENT_PID");
     s->parent_pid = getppid();
-    if (id > 0 && jpy && atoi(jpy) > 1 && s->parent_pid > 1)
+    /* The gateway watches its kernels itself, through the communication port; the
+     * process that started one is often a shell that has gone (ssh ... &). */
+    if (id > 0 && !s->gateway && jpy && atoi(jpy) > 1 && s->parent_pid > 1)
         id = loop_add_timer(s->loop, PARENT_CHECK_S, on_parent_check, s);
     loop_set_before_wait(s->loop, before_wait, s);
     return id < 0 ? (int)id : 0;
 }
 
-static int supervisor_init(struct supervisor *s, struct options *opts)
+/* Started by Enterprise Gateway: serve its communication port, then tell it where
+ * the kernel listens. */
+static int open_gateway(struct supervisor *s)
+{
+    const struct commport_events ev = {s, on_gateway_interrupt, on_gateway_stop};
+    int fd = gateway_take_listener(s->gateway);
+    if (!(s->commport = commport_new(s->loop, &fd, &ev)))
+        return -ENOMEM;
+    char err[512];
+    int rc = gateway_report(s->gateway, err, sizeof err);
+    if (rc)
+        log_error("%s", err);
+    else
+        log_info("reported the kernel's connection to the gateway at %s",
+                 s->gateway->response_address);
+    return rc;
+}
+
+static int supervisor_init(struct supervisor *s, struct options *opts, struct gateway *gw)
 {
     memset(s, 0, sizeof *s);
     /* Large blocks (a chart on its way, the worker's frames) are mapped apart and
@@ -347,6 +385,7 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
     mallopt(M_MMAP_THRESHOLD, 256 << 10);
     mallopt(M_TRIM_THRESHOLD, 8 << 20);
     s->opts = opts;
+    s->gateway = gw;
     s->sigfd = -1;
     char err[512];
     int rc = connection_load(&s->conn, opts->connection_file, err, sizeof err);
@@ -398,7 +437,9 @@ static int supervisor_init(struct supervisor *s, struct options *opts)
         .restart_worker = io_restart_worker,
         .worker_cpu = io_worker_cpu,
     };
-    return register_events(s);
+    if ((rc = register_events(s)))
+        return rc;
+    return s->gateway ? open_gateway(s) : 0;
 }
 
 static void supervisor_release(struct supervisor *s)
@@ -412,6 +453,7 @@ static void supervisor_release(struct supervisor *s)
         child_free(s->child);
         respawn_release(&s->respawn);
     }
+    commport_free(s->commport);
     kernel_release(&s->k);
     channels_close(&s->channels);
     loop_free(s->loop);
@@ -426,10 +468,10 @@ static void supervisor_release(struct supervisor *s)
     free(s->tmpdir);
 }
 
-int supervisor_run(struct options *opts)
+int supervisor_run(struct options *opts, struct gateway *gw)
 {
     struct supervisor s;
-    int rc = supervisor_init(&s, opts);
+    int rc = supervisor_init(&s, opts, gw);
     if (rc) {
         supervisor_release(&s);
         return 1;

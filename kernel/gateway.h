@@ -1,0 +1,79 @@
+/* gateway: `sandpit kernel` started by Jupyter Enterprise Gateway, as its own
+ * kernel launcher (no Python launcher runs beside it). Before the supervisor
+ * starts: the gateway's options, the five ports and the communication port
+ * picked within the port range, a fresh key, the connection file in the
+ * Jupyter runtime folder. Once the supervisor has bound the five ports:
+ * gateway_report seals the connection info (protocol/seal.h) and sends it to
+ * the gateway's response address; the supervisor's loop then serves the
+ * communication port (supervisor/commport.h). The struct owns its strings, the
+ * key, the listening socket until it is taken, and the connection file, which
+ * gateway_release removes. */
+#ifndef SANDPIT_GATEWAY_H
+#define SANDPIT_GATEWAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "protocol/connection.h"
+
+/* How long the report may take to reach the gateway's response address. */
+#define GATEWAY_REPORT_TIMEOUT_S 10
+
+struct seal_key;
+
+struct gateway {
+    bool enabled; /* one of the gateway's options was given */
+    char *kernel_id;
+    char *response_address; /* host:port */
+    char *public_key;       /* as given: base64 of DER */
+    char *port_range;       /* LOW..HIGH as given; NULL or 0..0: any port */
+    int port_low, port_high;
+    struct seal_key *key;
+    char *connection_file; /* written by gateway_prepare */
+    int ports[CONNECTION_NCHANNELS];
+    int comm_fd; /* the communication port, listening; -1 once taken */
+    int comm_port;
+};
+
+void gateway_init(struct gateway *g);
+/* Closes what was not taken and removes the connection file. */
+void gateway_release(struct gateway *g);
+
+/* Takes the gateway's options out of argv (argv[0] is the subcommand), as
+ * `--RemoteProcessProxy.NAME VALUE` (the form the gateway's kernelspecs use),
+ * `--RemoteProcessProxy.NAME=VALUE` or the launchers' newer `--NAME VALUE`,
+ * for NAME kernel-id, response-address, public-key, port-range and
+ * spark-context-initialization-mode (which must be none: sandpit has no Spark
+ * context). What is left, in order, is for options_parse; *argc is updated.
+ * 0, or -EINVAL (-ENOMEM) with a sentence in err. */
+int gateway_take_options(struct gateway *g, int *argc, char **argv, char *err,
+                         size_t errlen);
+
+/* Checks the options together: the kernel id, the response address, the public
+ * key (parsed here, so that a bad one stops the kernel before it binds
+ * anything) and the port range. 0, or -EINVAL with a sentence in err. */
+int gateway_check(struct gateway *g, char *err, size_t errlen);
+
+/* Picks six free ports in the range (five for the channels, held until the last
+ * is found so that they differ, and the communication port, which is kept
+ * bound and listening), and writes the connection file (tcp on 0.0.0.0, a
+ * fresh key, hmac-sha256; mode 0600) in the Jupyter runtime folder, made 0700
+ * if it is missing. 0, or -errno with a sentence in err. */
+int gateway_prepare(struct gateway *g, char *err, size_t errlen);
+
+/* Sends the connection file's contents with pid, pgid, comm_port and
+ * kernel_id, sealed, to the response address over one TCP connection, then
+ * closes it (the gateway reads to the end). Blocks for at most
+ * GATEWAY_REPORT_TIMEOUT_S. 0, or -errno with a sentence in err naming the
+ * address. */
+int gateway_report(struct gateway *g, char *err, size_t errlen);
+
+/* Hands the listening communication port over (the caller closes it); -1 when
+ * there is none. */
+int gateway_take_listener(struct gateway *g);
+
+/* Parses "LOW..HIGH" (0..0: any port). 0, or -EINVAL with a sentence in err. */
+int gateway_parse_port_range(const char *text, int *low, int *high, char *err,
+                             size_t errlen);
+
+#endif
