@@ -257,7 +257,30 @@ static PyObject *sp_log(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* sources() -> dict[str, tuple[str, bool]]: the embedded runtime, by module name. */
+bool pyrt_bytecode_fits(const unsigned char *data, size_t len)
+{
+    long magic = PyImport_GetMagicNumber(); /* little-endian, as in a .pyc */
+    if (len < 4 || magic == -1) {
+        PyErr_Clear();
+        return false;
+    }
+    for (int i = 0; i < 4; i++)
+        if (data[i] != (unsigned char)((unsigned long)magic >> (8 * i)))
+            return false;
+    return true;
+}
+
+/* A read-only view of static data that lives as long as the process: the
+ * runtime's sources and bytecode stay in the binary's pages, shared by every
+ * worker, rather than being copied into each. New reference. */
+static PyObject *static_view(const unsigned char *data, size_t len)
+{
+    return PyMemoryView_FromMemory((char *)data, (Py_ssize_t)len, PyBUF_READ);
+}
+
+/* sources() -> dict[str, tuple[memoryview, bool, memoryview | None]]: the
+ * embedded runtime by module name: its source (UTF-8), whether it is a package,
+ * and its bytecode (marshalled) when it was compiled for this interpreter. */
 static PyObject *sp_sources(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -269,7 +292,7 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
         if (strncmp(f->path, PY_PREFIX, plen) != 0 || n < plen + 3 ||
             strcmp(f->path + n - 3, ".py") != 0)
             continue;
-        char name[256];
+        char name[256], pyc_path[512];
         snprintf(name, sizeof name, "%.*s", (int)(n - plen - 3), f->path + plen);
         for (char *p = name; *p; p++)
             if (*p == '/')
@@ -280,11 +303,20 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
             name[nl - 9] = 0;
             is_pkg = 1;
         }
-        PyObject *v = Py_BuildValue("(s#O)", (const char *)f->data, (Py_ssize_t)f->len,
-                                    is_pkg ? Py_True : Py_False);
+        snprintf(pyc_path, sizeof pyc_path, "%sc", f->path);
+        const struct embedded_file *pyc = embedded_find(pyc_path);
+        PyObject *code = pyc && pyrt_bytecode_fits(pyc->data, pyc->len)
+                             ? static_view(pyc->data + 4, pyc->len - 4)
+                             : Py_NewRef(Py_None);
+        PyObject *source = static_view(f->data, f->len);
+        PyObject *v = code && source ? Py_BuildValue("(OOO)", source,
+                                                     is_pkg ? Py_True : Py_False, code)
+                                     : NULL;
         if (!v || PyDict_SetItemString(d, name, v) < 0)
             Py_CLEAR(d);
         Py_XDECREF(v);
+        Py_XDECREF(code);
+        Py_XDECREF(source);
     }
     return d;
 }
@@ -321,27 +353,38 @@ static PyObject *sp_init(void)
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* An importer for the embedded runtime, first on sys.meta_path. Source files
- * get the filename "<sandpit>/name.py" so tracebacks say where they are. */
+/* The importer of the embedded runtime, first on sys.meta_path: a finder
+ * that makes a plain ModuleSpec and a loader with create_module and
+ * exec_module, and nothing of importlib.abc (whose import pulls in
+ * importlib.resources, pathlib and tempfile: a third of the worker's start).
+ * A module runs from the bytecode compiled at build time when it suits this
+ * interpreter, else from its source compiled here. Its filename is
+ * "<sandpit>/name.py", so tracebacks say where it is, and get_source gives
+ * linecache and inspect its lines. */
 static const char bootstrap[] =
-    "import sys, _sandpit, importlib.abc, importlib.util\n"
-    "class _EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):\n"
-    "    sources = _sandpit.sources()\n"
+    "import sys, marshal, _sandpit\n"
+    "from importlib.machinery import ModuleSpec\n"
+    "class _EmbeddedImporter:\n"
+    "    modules = _sandpit.sources()\n"
+    "    def origin(self, name):\n"
+    "        return '<sandpit>/' + name.replace('.', '/') + '.py'\n"
     "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name not in self.sources: return None\n"
-    "        return importlib.util.spec_from_loader(name, self,\n"
-    "            origin='<sandpit>/' + name.replace('.', '/') + '.py',\n"
-    "            is_package=self.sources[name][1])\n"
-    "    def get_source(self, name): return self.sources[name][0]\n"
-    "    def is_package(self, name): return self.sources[name][1]\n"
-    "    def get_code(self, name):\n"
-    "        return compile(self.sources[name][0],\n"
-    "                       '<sandpit>/' + name.replace('.', '/') + '.py', 'exec',\n"
-    "                       dont_inherit=True)\n"
+    "        entry = self.modules.get(name)\n"
+    "        if entry is None: return None\n"
+    "        return ModuleSpec(name, self, origin=self.origin(name), "
+    "is_package=entry[1])\n"
+    "    def create_module(self, spec): return None\n"
     "    def exec_module(self, module):\n"
     "        module.__file__ = module.__spec__.origin\n"
     "        exec(self.get_code(module.__name__), module.__dict__)\n"
-    "sys.meta_path.insert(0, _EmbeddedFinder())\n";
+    "    def get_code(self, name):\n"
+    "        source, is_package, code = self.modules[name]\n"
+    "        if code is not None: return marshal.loads(code)\n"
+    "        return compile(bytes(source), self.origin(name), 'exec', "
+    "dont_inherit=True)\n"
+    "    def get_source(self, name): return bytes(self.modules[name][0]).decode()\n"
+    "    def is_package(self, name): return self.modules[name][1]\n"
+    "sys.meta_path.insert(0, _EmbeddedImporter())\n";
 
 static void fmt_exception(char *err, size_t errlen, const char *what)
 {
