@@ -12,8 +12,8 @@ PermissionError that names what was refused and why, before the call is
 even tried. It only ever refuses what the sandbox would refuse anyway.
 """
 
+import _socket  # the constants, without the socket module's imports
 import os
-import socket
 import sys
 
 _PROGRAMS = ("starting programs is disabled in this kernel's sandbox (no shell, no "
@@ -22,10 +22,10 @@ _PROCESSES = ("new processes are disabled in this kernel's sandbox (threads work
               "threading or concurrent.futures.ThreadPoolExecutor)")
 _NETWORK = "network access is disabled in this kernel"
 
-_network_families = {socket.AF_INET, socket.AF_INET6}
+_network_families = {_socket.AF_INET, _socket.AF_INET6}
 for _name in ("AF_PACKET", "AF_NETLINK"):
-    if hasattr(socket, _name):
-        _network_families.add(getattr(socket, _name))
+    if hasattr(_socket, _name):
+        _network_families.add(getattr(_socket, _name))
 
 
 def _describe(args):

@@ -15,7 +15,6 @@ interrupt (the user, or the time limit), the figures left open shown
 dropped output added to the reply.
 """
 
-from . import comms
 from . import display
 from . import execution
 from . import link
@@ -181,6 +180,7 @@ def inspect(req):
 
 
 def _comm(req):
+    from . import comms  # loaded with the first comm message, not at start
     if req.msg_type == "comm_info_request":
         return comms.comm_info(req)
     return comms.handle(req)

@@ -19,7 +19,7 @@ A runtime failure becomes an error reply that says so, and a line in the
 kernel's log; a KeyboardInterrupt that arrives between requests is dropped.
 
 prepare_lock() sets up the user's world (streams, display(), get_ipython(),
-comms, the import hooks, the audit hook) and wires the callbacks by which a
+the import hooks, the audit hook) and wires the callbacks by which a
 lower layer calls a higher one: execution's results go to display, display
 formats matplotlib's figures with sandpit.figures. See the package's
 docstring for the layers.
@@ -33,7 +33,6 @@ import sys
 import threading
 import traceback
 
-from . import comms
 from . import display
 from . import execution
 from . import guard
@@ -238,11 +237,11 @@ def _reply(req, content, metadata=None):
 
 
 # What sets up the user's world before the first cell, in this order: display(),
-# comms, get_ipython(), the hooks that adapt IPython, ipykernel, pandas and
+# get_ipython(), the hooks that adapt comm, IPython, ipykernel, pandas and
 # matplotlib as they are imported, the audit hook that explains the sandbox, and
 # the seed of random numbers (--seed).
-INSTALLERS = [display.install, comms.install, shell.install, import_hooks.install,
-              guard.install, seeding.install]
+INSTALLERS = [display.install, shell.install, import_hooks.install, guard.install,
+              seeding.install]
 
 
 def _figure_formatters(fig):
@@ -251,14 +250,8 @@ def _figure_formatters(fig):
 
 
 def prepare_lock():
-    """Runs before the seccomp filter: whatever needs a process or a new
-    file once, and the user's namespace."""
-    import platform
-    try:
-        platform.uname()  # cached; pandas asks for it (uname -p) at import
-        platform.processor()
-    except Exception:
-        pass
+    """Runs before the seccomp filter: the user's namespace, and whatever
+    needs a new file once."""
     user_ns.setdefault("__builtins__", builtins)
     user_ns["__name__"] = "__main__"
     user_ns.pop("__file__", None)
