@@ -87,21 +87,18 @@ out:
     return result;
 }
 
-/* recv(block: bool = True) -> (bytes, list[bytes]) | None
- * None when block is false and nothing is waiting. Raises EOFError when the
- * supervisor has gone, and whatever a signal handler raises (KeyboardInterrupt)
- * when a signal arrives while waiting. */
-static PyObject *sp_recv(PyObject *self, PyObject *args)
+/* Waits for a frame with uplink_recv (in_turn false) or uplink_recv_in_turn,
+ * without the GIL: (bytes, list[bytes]), or None when block is false and
+ * nothing is waiting. Raises EOFError when the supervisor has gone, and
+ * whatever a signal handler raises (KeyboardInterrupt) when a signal arrives
+ * while waiting. */
+static PyObject *recv_frame(bool in_turn, bool block)
 {
-    (void)self;
-    int block = 1;
-    if (!PyArg_ParseTuple(args, "|p:recv", &block))
-        return NULL;
     struct link_frame f;
     int rc;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
-            rc = uplink_recv(&f, block);
+            rc = in_turn ? uplink_recv_in_turn(&f) : uplink_recv(&f, block);
         Py_END_ALLOW_THREADS
         if (rc != -EINTR)
             break;
@@ -132,6 +129,44 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
         bufs ? Py_BuildValue("(y#N)", f.json, (Py_ssize_t)f.json_len, bufs) : NULL;
     link_frame_release(&f);
     return r;
+}
+
+/* recv(block: bool = True) -> (bytes, list[bytes]) | None: the main thread's
+ * read, between the main shell's cells. */
+static PyObject *sp_recv(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int block = 1;
+    if (!PyArg_ParseTuple(args, "|p:recv", &block))
+        return NULL;
+    return recv_frame(false, block);
+}
+
+/* recv_in_turn() -> (bytes, list[bytes]): the reader thread's read, while a
+ * main-shell cell runs (it waits for its turn). */
+static PyObject *sp_recv_in_turn(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    return recv_frame(true, true);
+}
+
+/* reader_turn(on: bool) -> None: on before a main-shell cell, off after it
+ * (returns once the reader thread has routed what it read). */
+static PyObject *sp_reader_turn(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p:reader_turn", &on))
+        return NULL;
+    if (on) {
+        uplink_give_turn();
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+            uplink_take_turn();
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
 }
 
 /* Characters of a non-ASCII string encoded at a time: its UTF-8 is made a
@@ -324,6 +359,8 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
 static PyMethodDef sp_methods[] = {
     {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
     {"recv", sp_recv, METH_VARARGS, "Receive the next frame from the supervisor."},
+    {"recv_in_turn", sp_recv_in_turn, METH_NOARGS, "The reader thread's receive."},
+    {"reader_turn", sp_reader_turn, METH_VARARGS, "Give or take the reader's turn."},
     {"write", sp_write, METH_VARARGS, "Write output to stdout (1) or stderr (2)."},
     {"set_default_tag", sp_set_default_tag, METH_VARARGS, "The request C output is for."},
     {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},

@@ -57,7 +57,6 @@ def execute(req):
         source = inputs.transform_cell(code)
         if source.strip():
             execution.run_code(source, filename, count, silent, store_history)
-        link.flush()
     except BaseException as e:
         exc = e
         if isinstance(e, (KeyboardInterrupt, TimeoutError)):
@@ -70,7 +69,6 @@ def execute(req):
             elif note is not None and type(e) is TimeoutError:
                 exc = KeyboardInterrupt()
                 exc.__traceback__ = e.__traceback__
-        link.flush()
         error = exc
         err = tracebacks.error_content(exc)
         if not silent:
@@ -98,6 +96,8 @@ def execute(req):
     # The exception holds the cell's frames (and whatever they hold, maybe the
     # list that ran out of memory): drop it now, not at some later collection.
     exc = error = e = None  # noqa: F841
+    # The one flush of a cell that publishes nothing: what it wrote is sent (each
+    # display, result or error sent the output before it), then the reply.
     dropped = link.output_end(req.msg_id)  # what the pump dropped past the cap
     if dropped:
         reply["sandpit_dropped"] = dropped

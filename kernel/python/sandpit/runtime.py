@@ -4,17 +4,24 @@ kernel/pyrt.c imports this module and calls prepare_lock(), before the
 sandbox is locked, then serve(), which returns when the supervisor closes the
 link. The path of one request, as a reader would follow it:
 
-    serve()            says hello, starts the reader thread
-    _read_link()       link.recv(): one frame from the supervisor, parsed
+    serve()            says hello, starts the reader thread, and reads the
+                       link itself between the main shell's cells
+    _next_main_request()  link.recv(): one frame from the supervisor, parsed
     _route()           a request becomes a request.Request, queued for its
                        shell: the main thread for the main shell (it runs
                        cells, so that SIGINT raises KeyboardInterrupt in them),
                        a thread of its own for each subshell; input replies
                        and interrupt notes go to the Request they name
+    _serve_main()      gives the reader thread (_read_link) the link while
+                       the main shell's request runs, so that its interrupt
+                       notes and input replies, and the subshells' requests,
+                       are routed meanwhile; takes it back after
     handle()           makes the Request current in its thread, calls
                        handlers.HANDLERS[msg_type] and sends its one reply
                        (link.reply), whatever happens in between
 
+Between cells the main thread waits on the link itself, so that a request
+wakes the thread that runs it, with no hand-over from the reader thread.
 A runtime failure becomes an error reply that says so, and a line in the
 kernel's log; a KeyboardInterrupt that arrives between requests is dropped.
 
@@ -26,6 +33,7 @@ docstring for the layers.
 """
 
 import builtins
+import collections
 import os
 import queue
 import signal
@@ -47,9 +55,10 @@ from . import tracebacks
 
 user_ns = execution.user_ns
 
-# Routing, filled by the reader thread and read by the handling threads.
-_main_inbox = queue.Queue()   # the main shell's requests; None when the link closes
-_subshells = {}               # subshell id -> _Subshell
+# Routing: filled by whichever thread reads the link, read by the handling threads.
+_main_inbox = collections.deque()  # the main shell's requests; None when the link fails
+_subshells = {}                    # subshell id -> _Subshell
+_SIGINT = {signal.SIGINT}
 
 
 # --- the loop --------------------------------------------------------------------
@@ -62,12 +71,47 @@ def serve(hello):
     threading.Thread(target=_read_link, name="sandpit-link", daemon=True).start()
     while True:
         try:
-            req = _main_inbox.get()
+            req = _next_main_request()
         except KeyboardInterrupt:
             continue  # an interrupt that arrived between cells
         if req is None:
             return 0
+        _serve_main(req)
+
+
+def _next_main_request():
+    """The main shell's next request: one the reader thread routed while the
+    last one ran, else the next from the link, routing what comes before it
+    (for the subshells) on the way; None when the link has failed."""
+    while not _main_inbox:
+        try:
+            kind, frame, buffers = link.recv()
+        except EOFError:
+            return None
+        except OSError as e:
+            link.log("error", "the link to the supervisor failed: %s" % (e,))
+            return None
+        except Exception as e:  # a FrameError, or no memory to read it: the next one
+            link.log("error", "unreadable frame from the supervisor: %r" % (e,))
+            continue
+        # A late interrupt must not cut routing short and lose the frame: it is
+        # held back until the frame is where it belongs (and then dropped by serve).
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        try:
+            _route(kind, frame, buffers)
+        except Exception as e:
+            link.log("error", "could not route a frame: %r" % (e,))
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+    return _main_inbox.popleft()
+
+
+def _serve_main(req):
+    link.reader_turn(True)
+    try:
         _serve_one(req)
+    finally:
+        link.reader_turn(False)
 
 
 def _serve_one(req):
@@ -87,11 +131,12 @@ def _signals_to_main_thread():
 
 
 def _read_link():
-    """The reader thread: routes each frame from the supervisor."""
+    """The reader thread: routes each frame from the supervisor while a
+    main-shell request runs (the main thread reads between them)."""
     _signals_to_main_thread()
     while True:
         try:
-            kind, frame, buffers = link.recv()
+            kind, frame, buffers = link.recv_in_turn()
         except EOFError:
             break
         except OSError as e:
@@ -104,7 +149,7 @@ def _read_link():
             _route(kind, frame, buffers)
         except Exception as e:
             link.log("error", "could not route a frame: %r" % (e,))
-    _main_inbox.put(None)
+    _main_inbox.append(None)
     for sub in list(_subshells.values()):
         sub.inbox.put(None)
 
@@ -114,7 +159,7 @@ def _route(kind, frame, buffers):
         req = request.Request(frame, buffers)
         request.register(req)  # from now on, its interrupt note finds it
         if not req.shell:
-            _main_inbox.put(req)
+            _main_inbox.append(req)
         else:
             sub = _subshells.get(req.shell)
             if sub is None:  # the supervisor knows it; the worker must too
@@ -209,7 +254,8 @@ def handle(req):
                        "traceback": []}
         else:
             content = handler(req)
-        _reply(req, content)
+        # execute() has just sent the cell's output (link.output_end).
+        _reply(req, content, flushed=req.msg_type == "execute_request")
         replied = True
     finally:
         if not replied:
@@ -228,9 +274,10 @@ def handle(req):
         request.end(req, token)
 
 
-def _reply(req, content, metadata=None):
-    link.flush()
-    link.send(link.reply(req.shell, req.msg_id, content, metadata))
+def _reply(req, content, flushed=False):
+    if not flushed:
+        link.flush()
+    link.send(link.reply(req.shell, req.msg_id, content))
 
 
 # --- start-up ----------------------------------------------------------------------
