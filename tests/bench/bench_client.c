@@ -237,6 +237,19 @@ static const char *reply_status(const struct msg *reply)
     return st ? st : "?";
 }
 
+/* Sends code as an execute_request (its new msg_id into id) with stop_on_error
+ * false: a cell that fails on purpose (an interrupt, a crash) must not have the
+ * kernel abort the next one, as ipykernel does for a moment after an error. */
+static int send_cell(struct client *c, const char *code, char *id)
+{
+    json_t *content = json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent",
+                                0, "store_history", 1, "user_expressions", "allow_stdin",
+                                0, "stop_on_error", 0);
+    if (!content)
+        return -ENOMEM;
+    return client_send(c, CONNECTION_SHELL, "execute_request", &content, NULL, id);
+}
+
 /* Runs code and waits for its reply and idle. Returns the seconds it took;
  * with want_ok, a reply that is not "ok" ends the command. *reply, when not
  * NULL, is new (caller frees). */
@@ -250,8 +263,7 @@ static double cell(struct client *c, const char *code, struct seen *seen, bool w
                             .no_heartbeat = true};
     struct msg *reply = NULL;
     double t0 = client_now();
-    if (client_execute(c, code, false, NULL, id) ||
-        client_wait(c, CONNECTION_SHELL, id, &w, &reply))
+    if (send_cell(c, code, id) || client_wait(c, CONNECTION_SHELL, id, &w, &reply))
         fail("no answer to the cell %s", code);
     double t = client_now() - t0;
     if (want_ok && strcmp(reply_status(reply), "ok") != 0) {
@@ -370,7 +382,7 @@ static void start_kernel(struct started *s, const char *spec)
         fail("%s", err);
     if (client_send(&s->c, CONNECTION_SHELL, "kernel_info_request", NULL, NULL,
                     s->info_id) ||
-        client_execute(&s->c, "x = 1", false, NULL, s->exec_id))
+        send_cell(&s->c, "x = 1", s->exec_id))
         fail("cannot send to the kernel");
 }
 
@@ -513,7 +525,9 @@ static json_t *cmd_interrupt(const struct args *a)
         double done = client_now();
         const char *ename = json_string_value(json_object_get(reply->content, "ename"));
         if (!s.interrupted_at || !ename || strcmp(ename, "KeyboardInterrupt") != 0)
-            fail("the cell did not end with KeyboardInterrupt");
+            fail("the cell did not end with KeyboardInterrupt: status %s, ename %s%s",
+                 reply_status(reply), ename ? ename : "none",
+                 s.interrupted_at ? "" : ", before the interrupt was sent");
         msg_free(reply);
         json_array_append_new(times, json_real(done - s.interrupted_at));
         struct msg *m; /* the interrupt_reply */
