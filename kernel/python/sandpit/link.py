@@ -173,12 +173,11 @@ def send_hello(text):
     _sandpit.send(text.encode())
 
 
-def recv():
-    """The next frame from the supervisor, parsed: (kind, frame, buffers).
+def recv_raw():
+    """The next frame from the supervisor, unparsed: (JSON bytes, buffers).
     Waits for it; EOFError when the supervisor has closed the link. The main
     thread reads with it between the main shell's cells."""
-    raw, buffers = _sandpit.recv(True)
-    return parse(raw, buffers)
+    return _sandpit.recv(True)
 
 
 def recv_in_turn():

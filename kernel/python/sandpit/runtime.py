@@ -6,17 +6,18 @@ link. The path of one request, as a reader would follow it:
 
     serve()            says hello, starts the reader thread, and reads the
                        link itself between the main shell's cells
-    _next_main_request()  link.recv(): one frame from the supervisor, parsed
+    _next_main_request()  link.recv_raw(), link.parse(): one frame from the
+                       supervisor
     _route()           a request becomes a request.Request, queued for its
                        shell: the main thread for the main shell (it runs
                        cells, so that SIGINT raises KeyboardInterrupt in them),
                        a thread of its own for each subshell; input replies
                        and interrupt notes go to the Request they name
-    _serve_main()      gives the reader thread (_read_link) the link while
-                       the main shell's request runs, so that its interrupt
-                       notes and input replies, and the subshells' requests,
-                       are routed meanwhile; takes it back after
-    handle()           makes the Request current in its thread, calls
+    handle()           gives the reader thread (_read_link) the link while a
+                       main-shell request runs, so that its interrupt notes
+                       and input replies, and the subshells' requests, are
+                       routed meanwhile (_serve_main takes it back after);
+                       makes the Request current in its thread, calls
                        handlers.HANDLERS[msg_type] and sends its one reply
                        (link.reply), whatever happens in between
 
@@ -72,11 +73,11 @@ def serve(hello):
     while True:
         try:
             req = _next_main_request()
+            if req is None:
+                return 0
+            _serve_main(req)
         except KeyboardInterrupt:
             continue  # an interrupt that arrived between cells
-        if req is None:
-            return 0
-        _serve_main(req)
 
 
 def _next_main_request():
@@ -85,20 +86,20 @@ def _next_main_request():
     (for the subshells) on the way; None when the link has failed."""
     while not _main_inbox:
         try:
-            kind, frame, buffers = link.recv()
+            raw, buffers = link.recv_raw()
         except EOFError:
             return None
         except OSError as e:
             link.log("error", "the link to the supervisor failed: %s" % (e,))
             return None
-        except Exception as e:  # a FrameError, or no memory to read it: the next one
-            link.log("error", "unreadable frame from the supervisor: %r" % (e,))
-            continue
-        # A late interrupt must not cut routing short and lose the frame: it is
-        # held back until the frame is where it belongs (and then dropped by serve).
+        # A late interrupt (for the request that has just ended) must not cut
+        # parsing or routing short and lose the frame: it is held back until
+        # the frame is where it belongs, and then dropped by serve().
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
         try:
-            _route(kind, frame, buffers)
+            _route(*link.parse(raw, buffers))
+        except link.FrameError as e:
+            link.log("error", "unreadable frame from the supervisor: %r" % (e,))
         except Exception as e:
             link.log("error", "could not route a frame: %r" % (e,))
         finally:
@@ -107,7 +108,8 @@ def _next_main_request():
 
 
 def _serve_main(req):
-    link.reader_turn(True)
+    """Runs a main-shell request; handle() gives the reader thread the link
+    for its length, and the link comes back here, whatever happens."""
     try:
         _serve_one(req)
     finally:
@@ -246,6 +248,7 @@ def handle(req):
     replied = False
     try:
         if threading.current_thread() is threading.main_thread():
+            link.reader_turn(True)  # the reader thread routes while it runs
             link.set_default_tag(req.msg_id)
         handler = handlers.HANDLERS.get(req.msg_type)
         if handler is None:
