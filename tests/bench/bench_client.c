@@ -22,13 +22,16 @@
  * before idle included); for a start, from fork to the first execute_reply,
  * with the client connected (its requests queued) before the kernel exists,
  * retrying a refused connection every few milliseconds. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -360,6 +363,43 @@ static char **spec_argv(const char *spec, const char *conn)
     return out;
 }
 
+/* Ports below the system's range of ephemeral ports, free when tried, never
+ * the same twice in this process. connfile_write's ports come from that range
+ * (as jupyter_client's do), and so do the local ports of the connections this
+ * client tries every few milliseconds while kernels start: with ten kernels
+ * starting at once, one of those could take a port before its kernel binds. */
+static int next_port(void)
+{
+    static int port;
+    if (!port)
+        port = 20000 + (int)(getpid() % 1000) * 10;
+    for (; port < 32768; port++) {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return port++;
+    }
+    fail("no free port below 32768");
+}
+
+static void use_quiet_ports(const char *conn)
+{
+    static const char *const keys[] = {"shell_port", "iopub_port", "stdin_port",
+                                       "control_port", "hb_port"};
+    json_error_t jerr;
+    json_t *j = json_load_file(conn, 0, &jerr);
+    for (size_t i = 0; j && i < sizeof keys / sizeof keys[0]; i++)
+        json_object_set_new(j, keys[i], json_integer(next_port()));
+    if (!j || json_dump_file(j, conn, JSON_INDENT(1)) != 0)
+        fail("cannot rewrite %s", conn);
+    json_decref(j);
+}
+
 /* Writes the connection file and connects (requests queue until the kernel
  * listens), then starts the kernel and sends kernel_info and a cell. */
 static void start_kernel(struct started *s, const char *spec)
@@ -369,8 +409,10 @@ static void start_kernel(struct started *s, const char *spec)
     if (!mkdtemp(s->dir))
         fail("cannot make a temporary folder");
     snprintf(s->conn, sizeof s->conn, "%s/kernel.json", s->dir);
-    if (connfile_write(s->conn, err, sizeof err) ||
-        client_open_with(&s->c, s->conn, &quick_connect, err, sizeof err))
+    if (connfile_write(s->conn, err, sizeof err))
+        fail("%s", err);
+    use_quiet_ports(s->conn);
+    if (client_open_with(&s->c, s->conn, &quick_connect, err, sizeof err))
         fail("%s", err);
     char **argv = spec_argv(spec, s->conn);
     char log[128];
