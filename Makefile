@@ -2,7 +2,7 @@
 #
 #   make demo      install what is missing, build, run the tour notebook
 #   make test      install what is missing, build, run every test
-#   make bench     side-by-side timings against ipykernel
+#   make bench     sandpit, ipykernel and a null kernel side by side (build/bench.json)
 #   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
 #   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
@@ -56,6 +56,14 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_S
            $(BUILD)/embedded.o
 BIN     := $(BUILD)/sandpit
 
+# The benchmark's own programs (tests/bench/), not part of the sandpit binary: a
+# null kernel on the protocol layer alone, the floor of every figure, and a client
+# on the client library.
+BENCH_BINS := $(BUILD)/bench-null-kernel $(BUILD)/bench-client
+BENCH_LIBS := $(shell pkg-config --libs libzmq jansson libcrypto 2>/dev/null)
+PROTOCOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC))
+CLIENT_OBJ := $(patsubst %,$(BUILD)/kernel/client/%.o,client launch connfile)
+
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 # The runner and the fakes that the unit tests share: every tests/unit/*.c but
@@ -96,6 +104,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench-null-kernel: $(BUILD)/tests/bench/null_kernel.o $(PROTOCOL_OBJ)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+
+$(BUILD)/bench-client: $(BUILD)/tests/bench/bench_client.o $(CLIENT_OBJ) $(PROTOCOL_OBJ)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
 
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
@@ -140,7 +156,7 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR
 
 # --- tests ------------------------------------------------------------------------
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(BENCH_BINS)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory fuzz-replay
@@ -153,7 +169,7 @@ unit-test: $(UNIT_BINS)
 	if [ $$fail = 0 ]; then echo "unit tests: all passed"; \
 	else echo "unit tests: FAILED"; exit 1; fi
 
-integration-test: $(BIN)
+integration-test: $(BIN) $(BENCH_BINS)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 # The unit tests and a few integration files that go through every part of the
@@ -183,7 +199,7 @@ sanitize-test:
 	    echo "sanitizers: reports above"; exit 1; fi; echo "sanitizers: no reports"
 
 C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] kernel/*/*.[ch] \
-                     tests/unit/*.[ch] tests/fuzz/*.[ch])
+                     tests/unit/*.[ch] tests/fuzz/*.[ch] tests/bench/*.[ch])
 format-check:
 	@clang-format --dry-run --Werror $(C_FILES) && echo "format: clean"
 
@@ -240,8 +256,11 @@ demo: deps
 	    --ExecutePreprocessor.kernel_name=sandpit --output-dir $(BUILD) --output tour
 	@echo "sandpit: the executed tour notebook is $(BUILD)/tour.ipynb"
 
-bench: deps all
-	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN))
+# A few minutes: sandpit, ipykernel and the null kernel (the floor), one table.
+bench: deps all $(BENCH_BINS)
+	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN)) \
+	    --null-kernel $(abspath $(BUILD)/bench-null-kernel) \
+	    --client $(abspath $(BUILD)/bench-client) --json $(BUILD)/bench.json
 
 # The short soak (1,250 cells) is part of `make test` (tests/soak/test_soak.py).
 soak: deps all

@@ -50,6 +50,12 @@ static const int socket_types[CONNECTION_NCHANNELS] = {
 
 int client_open(struct client *c, const char *connection_file, char *err, size_t errlen)
 {
+    return client_open_with(c, connection_file, NULL, err, errlen);
+}
+
+int client_open_with(struct client *c, const char *connection_file,
+                     const struct client_options *o, char *err, size_t errlen)
+{
     memset(c, 0, sizeof *c);
     int rc = connection_load(&c->conn, connection_file, err, errlen);
     if (rc)
@@ -85,6 +91,9 @@ int client_open(struct client *c, const char *connection_file, char *err, size_t
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_SNDTIMEO, &sndtimeo, sizeof sndtimeo);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+        if (o && o->reconnect_ms > 0)
+            zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &o->reconnect_ms,
+                           sizeof o->reconnect_ms);
         if (strchr(c->conn.ip, ':'))
             zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
         /* The kernel routes stdin requests to the identity that sent the

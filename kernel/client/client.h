@@ -31,6 +31,18 @@ struct client {
  * to everything). c is initialised by the call; on failure it holds nothing
  * to release. Returns 0 or -errno with a sentence in err. */
 int client_open(struct client *c, const char *connection_file, char *err, size_t errlen);
+
+/* How client_open_with connects; a field left zero keeps ZeroMQ's default. */
+struct client_options {
+    /* Milliseconds before a refused connection is tried again (ZeroMQ waits
+     * 100 by default): a client that connects to a kernel it has just started
+     * and does not want to lose up to that long once the kernel listens. */
+    int reconnect_ms;
+};
+
+/* client_open, with options (NULL: the defaults). */
+int client_open_with(struct client *c, const char *connection_file,
+                     const struct client_options *o, char *err, size_t errlen);
 void client_close(struct client *c);
 
 /* Sends a request of type on channel ch (shell, control or stdin). Takes over

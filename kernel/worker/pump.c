@@ -385,9 +385,17 @@ void pump_flush(void)
      * fully buffered): push it into the pipe first. */
     fflush(stdout);
     fflush(stderr);
+    /* A flush comes before every reply and display, and most find nothing to
+     * send: one poll says whether C code wrote to the pipes, and only then are
+     * they read; what Python wrote is in pend already. */
+    struct pollfd fds[2] = {{.fd = pipe_r[0], .events = POLLIN},
+                            {.fd = pipe_r[1], .events = POLLIN}};
+    bool piped = poll(fds, 2, 0) != 0;
     pthread_mutex_lock(&pump_mu);
-    drain_locked();
-    send_locked(true);
+    if (piped)
+        drain_locked();
+    if (pend[0].len || pend[1].len)
+        send_locked(true);
     pthread_mutex_unlock(&pump_mu);
 }
 

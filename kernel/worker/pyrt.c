@@ -25,6 +25,7 @@
 
 #include "kernel/embedded.h"
 #include "kernel/log.h"
+#include "kernel/monotime.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/uplink.h"
 
@@ -97,21 +98,18 @@ out:
     return result;
 }
 
-/* recv(block: bool = True) -> (bytes, list[bytes]) | None
- * None when block is false and nothing is waiting. Raises EOFError when the
- * supervisor has gone, and whatever a signal handler raises (KeyboardInterrupt)
- * when a signal arrives while waiting. */
-static PyObject *sp_recv(PyObject *self, PyObject *args)
+/* Waits for a frame with uplink_recv (in_turn false) or uplink_recv_in_turn,
+ * without the GIL: (bytes, list[bytes]), or None when block is false and
+ * nothing is waiting. Raises EOFError when the supervisor has gone, and
+ * whatever a signal handler raises (KeyboardInterrupt) when a signal arrives
+ * while waiting. */
+static PyObject *recv_frame(bool in_turn, bool block)
 {
-    (void)self;
-    int block = 1;
-    if (!PyArg_ParseTuple(args, "|p:recv", &block))
-        return NULL;
     struct link_frame f;
     int rc;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
-            rc = uplink_recv(&f, block);
+            rc = in_turn ? uplink_recv_in_turn(&f) : uplink_recv(&f, block);
         Py_END_ALLOW_THREADS
         if (rc != -EINTR)
             break;
@@ -142,6 +140,44 @@ static PyObject *sp_recv(PyObject *self, PyObject *args)
         bufs ? Py_BuildValue("(y#N)", f.json, (Py_ssize_t)f.json_len, bufs) : NULL;
     link_frame_release(&f);
     return r;
+}
+
+/* recv(block: bool = True) -> (bytes, list[bytes]) | None: the main thread's
+ * read, between the main shell's cells. */
+static PyObject *sp_recv(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int block = 1;
+    if (!PyArg_ParseTuple(args, "|p:recv", &block))
+        return NULL;
+    return recv_frame(false, block);
+}
+
+/* recv_in_turn() -> (bytes, list[bytes]): the reader thread's read, while a
+ * main-shell cell runs (it waits for its turn). */
+static PyObject *sp_recv_in_turn(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    return recv_frame(true, true);
+}
+
+/* reader_turn(on: bool) -> None: on before a main-shell cell, off after it
+ * (returns once the reader thread has routed what it read). */
+static PyObject *sp_reader_turn(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p:reader_turn", &on))
+        return NULL;
+    if (on) {
+        uplink_give_turn();
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+            uplink_take_turn();
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
 }
 
 /* Characters of a non-ASCII string encoded at a time: its UTF-8 is made a
@@ -267,7 +303,30 @@ static PyObject *sp_log(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* sources() -> dict[str, tuple[str, bool]]: the embedded runtime, by module name. */
+bool pyrt_bytecode_fits(const unsigned char *data, size_t len)
+{
+    long magic = PyImport_GetMagicNumber(); /* little-endian, as in a .pyc */
+    if (len < 4 || magic == -1) {
+        PyErr_Clear();
+        return false;
+    }
+    for (int i = 0; i < 4; i++)
+        if (data[i] != (unsigned char)((unsigned long)magic >> (8 * i)))
+            return false;
+    return true;
+}
+
+/* A read-only view of static data that lives as long as the process: the
+ * runtime's sources and bytecode stay in the binary's pages, shared by every
+ * worker, rather than being copied into each. New reference. */
+static PyObject *static_view(const unsigned char *data, size_t len)
+{
+    return PyMemoryView_FromMemory((char *)data, (Py_ssize_t)len, PyBUF_READ);
+}
+
+/* sources() -> dict[str, tuple[memoryview, bool, memoryview | None]]: the
+ * embedded runtime by module name: its source (UTF-8), whether it is a package,
+ * and its bytecode (marshalled) when it was compiled for this interpreter. */
 static PyObject *sp_sources(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -279,7 +338,7 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
         if (strncmp(f->path, PY_PREFIX, plen) != 0 || n < plen + 3 ||
             strcmp(f->path + n - 3, ".py") != 0)
             continue;
-        char name[256];
+        char name[256], pyc_path[512];
         snprintf(name, sizeof name, "%.*s", (int)(n - plen - 3), f->path + plen);
         for (char *p = name; *p; p++)
             if (*p == '/')
@@ -290,11 +349,20 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
             name[nl - 9] = 0;
             is_pkg = 1;
         }
-        PyObject *v = Py_BuildValue("(s#O)", (const char *)f->data, (Py_ssize_t)f->len,
-                                    is_pkg ? Py_True : Py_False);
+        snprintf(pyc_path, sizeof pyc_path, "%sc", f->path);
+        const struct embedded_file *pyc = embedded_find(pyc_path);
+        PyObject *code = pyc && pyrt_bytecode_fits(pyc->data, pyc->len)
+                             ? static_view(pyc->data + 4, pyc->len - 4)
+                             : Py_NewRef(Py_None);
+        PyObject *source = static_view(f->data, f->len);
+        PyObject *v = code && source ? Py_BuildValue("(OOO)", source,
+                                                     is_pkg ? Py_True : Py_False, code)
+                                     : NULL;
         if (!v || PyDict_SetItemString(d, name, v) < 0)
             Py_CLEAR(d);
         Py_XDECREF(v);
+        Py_XDECREF(code);
+        Py_XDECREF(source);
     }
     return d;
 }
@@ -302,6 +370,8 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
 static PyMethodDef sp_methods[] = {
     {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
     {"recv", sp_recv, METH_VARARGS, "Receive the next frame from the supervisor."},
+    {"recv_in_turn", sp_recv_in_turn, METH_NOARGS, "The reader thread's receive."},
+    {"reader_turn", sp_reader_turn, METH_VARARGS, "Give or take the reader's turn."},
     {"write", sp_write, METH_VARARGS, "Write output to stdout (1) or stderr (2)."},
     {"set_default_tag", sp_set_default_tag, METH_VARARGS, "The request C output is for."},
     {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},
@@ -331,27 +401,38 @@ static PyObject *sp_init(void)
 
 /* --- start-up ------------------------------------------------------------------- */
 
-/* An importer for the embedded runtime, first on sys.meta_path. Source files
- * get the filename "<sandpit>/name.py" so tracebacks say where they are. */
+/* The importer of the embedded runtime, first on sys.meta_path: a finder
+ * that makes a plain ModuleSpec and a loader with create_module and
+ * exec_module, and nothing of importlib.abc (whose import pulls in
+ * importlib.resources, pathlib and tempfile: a third of the worker's start).
+ * A module runs from the bytecode compiled at build time when it suits this
+ * interpreter, else from its source compiled here. Its filename is
+ * "<sandpit>/name.py", so tracebacks say where it is, and get_source gives
+ * linecache and inspect its lines. */
 static const char bootstrap[] =
-    "import sys, _sandpit, importlib.abc, importlib.util\n"
-    "class _EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):\n"
-    "    sources = _sandpit.sources()\n"
+    "import sys, marshal, _sandpit\n"
+    "from importlib.machinery import ModuleSpec\n"
+    "class _EmbeddedImporter:\n"
+    "    modules = _sandpit.sources()\n"
+    "    def origin(self, name):\n"
+    "        return '<sandpit>/' + name.replace('.', '/') + '.py'\n"
     "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name not in self.sources: return None\n"
-    "        return importlib.util.spec_from_loader(name, self,\n"
-    "            origin='<sandpit>/' + name.replace('.', '/') + '.py',\n"
-    "            is_package=self.sources[name][1])\n"
-    "    def get_source(self, name): return self.sources[name][0]\n"
-    "    def is_package(self, name): return self.sources[name][1]\n"
-    "    def get_code(self, name):\n"
-    "        return compile(self.sources[name][0],\n"
-    "                       '<sandpit>/' + name.replace('.', '/') + '.py', 'exec',\n"
-    "                       dont_inherit=True)\n"
+    "        entry = self.modules.get(name)\n"
+    "        if entry is None: return None\n"
+    "        return ModuleSpec(name, self, origin=self.origin(name), "
+    "is_package=entry[1])\n"
+    "    def create_module(self, spec): return None\n"
     "    def exec_module(self, module):\n"
     "        module.__file__ = module.__spec__.origin\n"
     "        exec(self.get_code(module.__name__), module.__dict__)\n"
-    "sys.meta_path.insert(0, _EmbeddedFinder())\n";
+    "    def get_code(self, name):\n"
+    "        source, is_package, code = self.modules[name]\n"
+    "        if code is not None: return marshal.loads(code)\n"
+    "        return compile(bytes(source), self.origin(name), 'exec', "
+    "dont_inherit=True)\n"
+    "    def get_source(self, name): return bytes(self.modules[name][0]).decode()\n"
+    "    def is_package(self, name): return self.modules[name][1]\n"
+    "sys.meta_path.insert(0, _EmbeddedImporter())\n";
 
 static void fmt_exception(char *err, size_t errlen, const char *what)
 {
@@ -371,6 +452,7 @@ static void fmt_exception(char *err, size_t errlen, const char *what)
 
 int pyrt_init(char *err, size_t errlen)
 {
+    double start = monotime_now();
     if (PyImport_AppendInittab("_sandpit", sp_init) < 0) {
         snprintf(err, errlen, "cannot register _sandpit");
         return -1;
@@ -396,6 +478,7 @@ int pyrt_init(char *err, size_t errlen)
                  st.err_msg ? st.err_msg : "Py_InitializeFromConfig failed");
         return -1;
     }
+    double initialised = monotime_now();
     const char *v = Py_GetVersion();
     size_t n = strcspn(v, " ");
     snprintf(py_version, sizeof py_version, "%.*s", (int)n, v);
@@ -420,6 +503,8 @@ int pyrt_init(char *err, size_t errlen)
         return -1;
     }
     Py_DECREF(rt);
+    log_debug("start-up: Python initialised in %.1f ms, the runtime imported in %.1f ms",
+              (initialised - start) * 1e3, (monotime_now() - initialised) * 1e3);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #ifndef SANDPIT_PYRT_H
 #define SANDPIT_PYRT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Initialises CPython with its signal handlers (so SIGINT raises
@@ -16,6 +17,12 @@ int pyrt_init(char *err, size_t errlen);
  * before the system's, as a virtual environment's Python has it. A failure is
  * logged, not fatal. */
 void pyrt_add_site_dir(const char *dir);
+
+/* True when data (an embedded ".pyc" entry: the magic number of the Python that
+ * compiled it, then marshalled code; see kernel/embed.py) was compiled for this
+ * interpreter's version; otherwise the worker compiles the source. Call it once
+ * Python is initialised (the magic number is its importer's). */
+bool pyrt_bytecode_fits(const unsigned char *data, size_t len);
 
 /* Imports each module of a comma-separated list; a failure is logged, not fatal. */
 void pyrt_preload(const char *modules);

@@ -3,15 +3,29 @@
  * One mutex per direction: a thread that sends a large chart must not hold up
  * the reader, and two senders must not interleave their frames. Waiting for
  * input is a poll with a bounded wait, so that a cell closing fd 3 under it is
- * noticed (poll holds the socket open and would never return). */
+ * noticed (poll holds the socket open and would never return).
+ *
+ * Who reads is the hard part. Between the main shell's cells, the main thread
+ * reads the link itself, so a request wakes the thread that runs it and
+ * nothing is handed from one thread to another; while a cell runs there, the
+ * runtime's reader thread reads and routes (interrupt notes, input replies,
+ * subshells' requests). The turn passes with uplink_give_turn before the cell
+ * and uplink_take_turn after it, which waits until the reader has routed what
+ * it took: frames are routed in the order they came, whoever reads them. The
+ * reader waits in an epoll set to which the turn adds fd 3 and from which it
+ * removes it, so passing the turn wakes no thread: a cell during which nothing
+ * comes costs the reader nothing. */
 #include "kernel/worker/uplink.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "kernel/link/frames.h"
@@ -21,6 +35,13 @@ static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct link_reader reader;
 static size_t frame_limit = LINK_MAX_FRAME;
+
+static pthread_mutex_t turn_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
+static bool reader_turn;    /* a main-shell cell runs: the reader thread reads */
+static bool reader_holding; /* the reader thread is reading, or routing what it read */
+static int turn_ep = -1;    /* the reader thread's epoll: fd 3 while it has the turn */
+static int turn_fd = -1;    /* an eventfd in it: wakes the reader thread */
 
 /* The link is the worker's only reason to exist: when it breaks (the
  * supervisor has gone, or a cell closed or replaced fd 3), the worker ends at
@@ -36,6 +57,10 @@ void uplink_init(void)
 {
     fcntl(UPLINK_FD, F_SETFD, FD_CLOEXEC);
     link_reader_init(&reader);
+    turn_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    turn_ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = turn_fd};
+    epoll_ctl(turn_ep, EPOLL_CTL_ADD, turn_fd, &ev);
 }
 
 void uplink_set_frame_limit(size_t max)
@@ -119,4 +144,80 @@ int uplink_recv(struct link_frame *out, bool block)
     }
     pthread_mutex_unlock(&recv_mu);
     return rc;
+}
+/* Marks the reader thread as holding nothing (turn_mu held). */
+static void reader_lets_go_locked(void)
+{
+    reader_holding = false;
+    pthread_cond_broadcast(&turn_cv);
+}
+
+/* True when the link has bytes for the reader: buffered, or waiting on fd 3. */
+static bool link_has_input(void)
+{
+    pthread_mutex_lock(&recv_mu);
+    bool buffered = reader.len > reader.off;
+    pthread_mutex_unlock(&recv_mu);
+    return buffered;
+}
+
+int uplink_recv_in_turn(struct link_frame *out)
+{
+    pthread_mutex_lock(&turn_mu);
+    reader_lets_go_locked();
+    pthread_mutex_unlock(&turn_mu);
+    for (;;) {
+        /* The main thread puts fd 3 in this set for the length of a cell and
+         * takes it out after, without waking this thread either time. */
+        struct epoll_event ev[2];
+        int n = epoll_wait(turn_ep, ev, 2, 1000);
+        if (n < 0 && errno == EINTR)
+            return -EINTR;
+        for (int i = 0; i < n; i++)
+            if (ev[i].data.fd == turn_fd) {
+                uint64_t v;
+                ssize_t r = read(turn_fd, &v, sizeof v);
+                (void)r;
+            }
+        if (n == 0 && fcntl(UPLINK_FD, F_GETFD) < 0)
+            link_lost(EBADF);
+        pthread_mutex_lock(&turn_mu);
+        if (reader_turn && n > 0) { /* fd 3 is readable, or bytes wait in the buffer */
+            reader_holding = true;
+            pthread_mutex_unlock(&turn_mu);
+            int rc = uplink_recv(out, true);
+            if (rc < 0) {
+                pthread_mutex_lock(&turn_mu);
+                reader_lets_go_locked();
+                pthread_mutex_unlock(&turn_mu);
+            }
+            return rc;
+        }
+        pthread_mutex_unlock(&turn_mu); /* taken back meanwhile, or a timeout */
+    }
+}
+
+void uplink_give_turn(void)
+{
+    pthread_mutex_lock(&turn_mu);
+    reader_turn = true;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = UPLINK_FD};
+    epoll_ctl(turn_ep, EPOLL_CTL_ADD, UPLINK_FD, &ev);
+    if (link_has_input()) { /* what the main thread read past its request */
+        uint64_t one = 1;
+        ssize_t w = write(turn_fd, &one, sizeof one);
+        (void)w;
+    }
+    pthread_mutex_unlock(&turn_mu);
+}
+
+void uplink_take_turn(void)
+{
+    pthread_mutex_lock(&turn_mu);
+    reader_turn = false;
+    epoll_ctl(turn_ep, EPOLL_CTL_DEL, UPLINK_FD, NULL);
+    /* A frame it took is routed before the main thread reads the next. */
+    while (reader_holding)
+        pthread_cond_wait(&turn_cv, &turn_mu);
+    pthread_mutex_unlock(&turn_mu);
 }

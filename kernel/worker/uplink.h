@@ -35,7 +35,21 @@ int uplink_send_frame(const json_t *frame);
  * Thread-safe. With block false it returns at once. Returns 1 (a frame),
  * 0 (block false and nothing there), -EPIPE (the link is closed), -EINTR (a
  * signal arrived while waiting: the caller runs its handlers and may retry),
- * or -errno. */
+ * or -errno. Between the main shell's cells, the main thread reads with it. */
 int uplink_recv(struct link_frame *out, bool block);
+
+/* The reader thread's read: waits for its turn (a main-shell cell runs), then
+ * for the next frame, as uplink_recv with block. Until it calls again, the
+ * frame it returned counts as held: uplink_take_turn waits for it to be routed.
+ * Returns 1 or -errno. */
+int uplink_recv_in_turn(struct link_frame *out);
+
+/* The main thread, before a cell: the reader thread reads until the cell ends. */
+void uplink_give_turn(void);
+
+/* The main thread, after a cell: takes the turn back, waking the reader thread
+ * from its poll; returns once it holds no frame (it has routed what it read).
+ * Blocks briefly: call it without holding Python's GIL. */
+void uplink_take_turn(void);
 
 #endif

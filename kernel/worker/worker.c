@@ -23,6 +23,7 @@
 #include "kernel/fsutil.h"
 #include "kernel/link/frames.h"
 #include "kernel/log.h"
+#include "kernel/monotime.h"
 #include "kernel/options.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
@@ -160,6 +161,20 @@ static void set_environment(const struct options *o)
     setenv("JPY_PARENT_PID", "1", 0);
 }
 
+/* Start-up, step by step, in the log at debug level: where the time to the
+ * first cell goes (`--log-level debug`). */
+struct stopwatch {
+    double start, last;
+};
+
+static void stopwatch_step(struct stopwatch *w, const char *step)
+{
+    double now = monotime_now();
+    log_debug("start-up: %s in %.1f ms (%.1f ms since main)", step, (now - w->last) * 1e3,
+              (now - w->start) * 1e3);
+    w->last = now;
+}
+
 /* The hello frame: the interpreter and the sandbox's report (new text). */
 static char *hello_json(const struct sandbox_report *r)
 {
@@ -183,6 +198,8 @@ static char *hello_json(const struct sandbox_report *r)
 
 int worker_main(int argc, char **argv)
 {
+    struct stopwatch watch = {.start = monotime_now()};
+    watch.last = watch.start;
     struct options o;
     options_init(&o);
     char err[512];
@@ -251,11 +268,13 @@ int worker_main(int argc, char **argv)
     unsetenv("SANDPIT_CGROUP");
     policy.cgroup_note = cgroup_note;
     memset(&report, 0, sizeof report);
+    stopwatch_step(&watch, "options and masks");
     int rc = sandbox_enter(&policy, &report);
     if (rc) {
         log_error("cannot confine the worker: %s", strerror(-rc));
         return 3;
     }
+    stopwatch_step(&watch, "confined (rlimits, namespaces, Landlock)");
 
     if (pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
@@ -265,18 +284,23 @@ int worker_main(int argc, char **argv)
     if (site)
         pyrt_add_site_dir(site);
     free(site);
-    if (o.preload)
+    stopwatch_step(&watch, "Python and the runtime");
+    if (o.preload) {
         pyrt_preload(o.preload);
+        stopwatch_step(&watch, "preloads");
+    }
     if ((rc = pump_start(o.max_output)) != 0) {
         log_error("cannot capture the output: %s", strerror(-rc));
         return 5;
     }
     pyrt_before_lock();
+    stopwatch_step(&watch, "output pump and the user's namespace");
     rc = sandbox_lock(&policy, &report);
     if (rc) {
         log_error("cannot lock the sandbox: %s", strerror(-rc));
         return 3;
     }
+    stopwatch_step(&watch, "locked (seccomp)");
     for (size_t i = 0; i < report.n; i++)
         log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
                  sandbox_state_name(report.layers[i].state),

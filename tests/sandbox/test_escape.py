@@ -642,9 +642,10 @@ def test_the_workers_descriptors(jupyter_dir, tmp_path):
     /dev/null, 1 and 2 the log pipe until the pump takes them, 3 the link, the
     rest closed) and opens only what kernel/worker.c and kernel/pump.c say: a
     copy of the log pipe for its own log, two pipes that become fds 1 and 2 (it
-    keeps their read ends) and an eventfd that wakes the pump. Asserted exactly,
-    by kind, so that any descriptor leaking in (a ZeroMQ socket, its eventfds and
-    epoll, the connection file, the supervisor's stderr) fails."""
+    keeps their read ends), an eventfd that wakes the pump, and the epoll set
+    and eventfd of the reader thread (kernel/worker/uplink.c). Asserted exactly,
+    by kind, so that any descriptor leaking in (a ZeroMQ socket, its eventfds
+    and epoll, the connection file, the supervisor's stderr) fails."""
     k = start(install_spec(jupyter_dir), cwd=str(tmp_path))
     try:
         held = {int(fd): (target, ino)
@@ -656,9 +657,11 @@ def test_the_workers_descriptors(jupyter_dir, tmp_path):
         assert held[0][0] == "/dev/null"
         assert held[3][0].startswith("socket:")  # the link
         assert held[1][0].startswith("pipe:") and held[2][0].startswith("pipe:")
-        assert sorted(kinds) == ["/dev/null", "anon_inode:[eventfd]", "pipe", "socket"], held
+        assert sorted(kinds) == ["/dev/null", "anon_inode:[eventfd]",
+                                 "anon_inode:[eventpoll]", "pipe", "socket"], held
         assert kinds["/dev/null"] == [0] and kinds["socket"] == [3], held
-        assert len(kinds["anon_inode:[eventfd]"]) == 1, held
+        assert len(kinds["anon_inode:[eventfd]"]) == 2, held
+        assert len(kinds["anon_inode:[eventpoll]"]) == 1, held
         # fds 1 and 2 are pipes whose read ends the pump holds; one more pipe is the log
         pipes = [held[fd][1] for fd in kinds["pipe"]]
         out, err = held[1][1], held[2][1]

@@ -37,7 +37,7 @@ against this table.
                           history       %history, on the supervisor's history
                           shell         get_ipython()
                           completion    complete_request
-                          import_hooks  IPython, ipykernel, pandas, matplotlib adjusted
+                          import_hooks  comm, IPython, pandas, platform... adjusted
     5 the worker's main   handlers      what each kind of request does
                           runtime       the request loop, the shells, start-up
 

@@ -17,6 +17,11 @@ object carries comm_manager (sandpit.shell).
 
 A message for an unknown target is answered with comm_close, never a crash;
 a callback that raises is reported on stderr and the comm lives on.
+
+This module, and with it the comm package and traitlets (a tenth of a
+second's worth of imports in all), is loaded only when something needs it:
+the front end's first comm message, a library's import of comm or of
+ipykernel.comm (sandpit.import_hooks), get_ipython().kernel.comm_manager.
 """
 
 import sys
@@ -218,12 +223,9 @@ def comm_info(req):
 # --- set-up -----------------------------------------------------------------------
 
 
-def install(user_ns):
-    try:
-        import comm as comm_pkg
-    except ImportError:
-        comm_pkg = None
-    if comm_pkg is not None:
-        comm_pkg.create_comm = lambda *args, **kwargs: Comm(*args, **kwargs)
-        comm_pkg.get_comm_manager = lambda: manager
+def adapt(comm_pkg):
+    """The comm package makes its comms with sandpit's Comm and manager (called
+    by sandpit.import_hooks as soon as the package is imported)."""
+    comm_pkg.create_comm = lambda *args, **kwargs: Comm(*args, **kwargs)
+    comm_pkg.get_comm_manager = lambda: manager
     # ipykernel.comm.Comm becomes this module's Comm: see sandpit.import_hooks.

@@ -30,7 +30,7 @@ offers the usual display objects itself: HTML, Markdown, Latex, Math, SVG,
 JSON, Javascript, Image, Pretty.
 """
 
-import base64
+import binascii
 import builtins
 import copy
 import os
@@ -194,7 +194,7 @@ def _warn_type(mime, result, accepted, obj):
 
 def _encode(mime, value):
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
+        return binascii.b2a_base64(value, newline=False).decode("ascii")
     return value
 
 
@@ -652,7 +652,7 @@ class Image(DisplayObject):
     def _data_and_metadata(self, always_both=False):
         if not isinstance(self.data, (bytes, bytearray)):
             raise FileNotFoundError("No such file or directory: '%s'" % (self.data,))
-        b64 = base64.b64encode(bytes(self.data)).decode("ascii")
+        b64 = binascii.b2a_base64(self.data, newline=False).decode("ascii")
         md = dict(self.metadata) if self.metadata else {}
         for key in ("width", "height", "unconfined", "alt"):
             if getattr(self, key):

@@ -30,9 +30,9 @@ the flags. The hook notes where such a mapping was asked for, and explain()
 words the PermissionError raised at that very place.
 """
 
+import _socket  # the constants, without the socket module's imports
 import errno
 import os
-import socket
 import sys
 import threading
 
@@ -49,10 +49,10 @@ _SHARED_MEMORY = ("shared memory is refused in this kernel's sandbox, because no
 # frame's code and instruction, as a traceback records them.
 _anonymous_mmap = threading.local()
 
-_network_families = {socket.AF_INET, socket.AF_INET6}
+_network_families = {_socket.AF_INET, _socket.AF_INET6}
 for _name in ("AF_PACKET", "AF_NETLINK"):
-    if hasattr(socket, _name):
-        _network_families.add(getattr(socket, _name))
+    if hasattr(_socket, _name):
+        _network_families.add(getattr(_socket, _name))
 
 
 def _describe(args):

@@ -15,7 +15,6 @@ interrupt (the user, or the time limit), the figures left open shown
 dropped output added to the reply.
 """
 
-from . import comms
 from . import display
 from . import execution
 from . import link
@@ -57,7 +56,6 @@ def execute(req):
         source = inputs.transform_cell(code)
         if source.strip():
             execution.run_code(source, filename, count, silent, store_history)
-        link.flush()
     except BaseException as e:
         exc = e
         if isinstance(e, (KeyboardInterrupt, TimeoutError)):
@@ -72,7 +70,6 @@ def execute(req):
             elif note is not None and type(e) is TimeoutError:
                 exc = KeyboardInterrupt()
                 exc.__traceback__ = e.__traceback__
-        link.flush()
         error = exc
         err = tracebacks.error_content(exc)
         if not silent:
@@ -100,6 +97,8 @@ def execute(req):
     # The exception holds the cell's frames (and whatever they hold, maybe the
     # list that ran out of memory): drop it now, not at some later collection.
     exc = error = e = None  # noqa: F841
+    # The one flush of a cell that publishes nothing: what it wrote is sent (each
+    # display, result or error sent the output before it), then the reply.
     dropped = link.output_end(req.msg_id)  # what the pump dropped past the cap
     if dropped:
         reply["sandpit_dropped"] = dropped
@@ -182,6 +181,7 @@ def inspect(req):
 
 
 def _comm(req):
+    from . import comms  # loaded with the first comm message, not at start
     if req.msg_type == "comm_info_request":
         return comms.comm_info(req)
     return comms.handle(req)

@@ -1,7 +1,8 @@
 """Layer 4, import hooks: a few libraries adjusted as they are imported.
 
-IPython's display functions and get_ipython(), ipykernel's Comm, pandas'
-notebook defaults, matplotlib's interactive mode, multiprocessing's refusals.
+IPython's display functions and get_ipython(), comm's and ipykernel's Comm,
+pandas' notebook defaults, matplotlib's interactive mode, multiprocessing's
+refusals, platform's processor.
 
 sandpit imports none of these libraries itself (a cell that does not use
 them does not pay for them), yet each needs a word as soon as it is loaded:
@@ -31,6 +32,13 @@ them does not pay for them), yet each needs a word as soon as it is loaded:
   as soon as a cell imports numpy: numpy is not imported to seed it.
 - multiprocessing's locks, which its pools and queues make first, say that
   new processes are disabled when the sandbox refuses them (sandpit.guard).
+- comm (the package through which libraries reach a kernel's comms) makes
+  sandpit's comms (sandpit.comms.adapt): sandpit.comms, the comm package and
+  traitlets are loaded only when a cell uses them.
+- platform.processor() runs `uname -p` the first time it is asked (Debian's
+  pandas asks at import, through platform.uname()[4]). In the sandbox no
+  program runs: it answers at once what Python answers when the program
+  cannot run, "". No process is started at start-up to ask it beforehand.
 
 The mechanism is one finder, first on sys.meta_path, that finds nothing
 itself: for these few module names it asks the finders after it and wraps
@@ -40,7 +48,7 @@ Modules already imported when install() runs (by --preload) are adjusted in
 place.
 """
 
-import importlib.abc
+import os
 import sys
 
 _DISPLAY_NAMES = ("display", "publish_display_data", "clear_output", "update_display",
@@ -101,6 +109,21 @@ def patch_multiprocessing(module):
     guard.guard_semaphores(module)
 
 
+def patch_comm(module):
+    from . import comms
+    comms.adapt(module)
+
+
+def _no_processor():
+    return ""
+
+
+def patch_platform(module):
+    processor = getattr(module, "_Processor", None)
+    if processor is not None and os.environ.get("SANDPIT_SANDBOX", "on") == "on":
+        setattr(processor, "get_" + sys.platform, _no_processor)
+
+
 _PATCHES = {
     "IPython.core.getipython": patch_getipython,
     "ipykernel.comm.comm": patch_ipykernel_comm,
@@ -110,6 +133,8 @@ _PATCHES = {
     "matplotlib": patch_matplotlib,
     "numpy.random": patch_numpy_random,
     "multiprocessing.synchronize": patch_multiprocessing,
+    "comm": patch_comm,
+    "platform": patch_platform,
 }
 
 
@@ -121,8 +146,10 @@ def _patch(patch, module):
         link.log("warning", "could not adapt %s: %r" % (module.__name__, e))
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs the real loader, then the patch, before the module is used."""
+class _PatchingLoader:
+    """Runs the real loader, then the patch, before the module is used.
+    (Neither class derives from importlib.abc: importing it costs a tenth of
+    the worker's start, and the import system needs only these methods.)"""
 
     def __init__(self, loader, patch):
         self.loader = loader
@@ -139,7 +166,7 @@ class _PatchingLoader(importlib.abc.Loader):
         return getattr(self.loader, name)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Wraps the loader of the modules to patch; finds nothing itself."""
 
     def find_spec(self, name, path=None, target=None):

@@ -195,11 +195,26 @@ def send_hello(text):
     _sandpit.send(text.encode())
 
 
-def recv():
-    """The next frame from the supervisor, parsed: (kind, frame, buffers).
-    Waits for it; EOFError when the supervisor has closed the link."""
-    raw, buffers = _sandpit.recv(True)
+def recv_raw():
+    """The next frame from the supervisor, unparsed: (JSON bytes, buffers).
+    Waits for it; EOFError when the supervisor has closed the link. The main
+    thread reads with it between the main shell's cells."""
+    return _sandpit.recv(True)
+
+
+def recv_in_turn():
+    """recv() for the reader thread: waits until a main-shell cell runs (its
+    turn), then for the next frame."""
+    raw, buffers = _sandpit.recv_in_turn()
     return parse(raw, buffers)
+
+
+def reader_turn(on):
+    """Gives the reader thread its turn to read (on, before a main-shell cell)
+    or takes it back (after it: returns once the reader has routed what it
+    read, so that frames are routed in the order they came)."""
+    if _sandpit is not None:
+        _sandpit.reader_turn(on)
 
 
 def write(fd, data, tag=None):
@@ -214,9 +229,9 @@ def write(fd, data, tag=None):
     return len(data)
 
 
-def flush():
-    """Sends the output written so far to stdout and stderr (Python's streams,
-    then what the pump holds), before anything else goes out."""
+def _flush_streams():
+    """Flushes Python's sys.stdout and sys.stderr (a cell may have replaced
+    them with streams of its own that buffer) into the pump."""
     try:
         import sys
         for s in (sys.stdout, sys.stderr):
@@ -224,6 +239,12 @@ def flush():
                 s.flush()
     except Exception:
         pass
+
+
+def flush():
+    """Sends the output written so far to stdout and stderr (Python's streams,
+    then what the pump holds), before anything else goes out."""
+    _flush_streams()
     if _sandpit is not None:
         _sandpit.flush()
 
@@ -246,8 +267,8 @@ def output_end(msg_id):
     """Sends what the request wrote; returns how many bytes it dropped past its cap."""
     if _sandpit is None:
         return 0
-    flush()
-    return _sandpit.output_end(msg_id)
+    _flush_streams()
+    return _sandpit.output_end(msg_id)  # sends what the pump holds (pump_end)
 
 
 # --- the history, which the supervisor keeps ---------------------------------------

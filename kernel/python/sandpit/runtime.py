@@ -4,29 +4,38 @@ kernel/pyrt.c imports this module and calls prepare_lock(), before the
 sandbox is locked, then serve(), which returns when the supervisor closes the
 link. The path of one request, as a reader would follow it:
 
-    serve()            says hello, starts the reader thread
-    _read_link()       link.recv(): one frame from the supervisor, parsed
+    serve()            says hello, starts the reader thread, and reads the
+                       link itself between the main shell's cells
+    _next_main_request()  link.recv_raw(), link.parse(): one frame from the
+                       supervisor
     _route()           a request becomes a request.Request, queued for its
                        shell: the main thread for the main shell (it runs
                        cells, so that SIGINT raises KeyboardInterrupt in them),
                        a thread of its own for each subshell; input replies
                        and interrupt notes go to the Request they name, a
                        history reply to the link.history() that waits for it
-    handle()           makes the Request current in its thread, calls
+    handle()           gives the reader thread (_read_link) the link while a
+                       main-shell request runs, so that its interrupt notes
+                       and input replies, and the subshells' requests, are
+                       routed meanwhile (_serve_main takes it back after);
+                       makes the Request current in its thread, calls
                        handlers.HANDLERS[msg_type] and sends its one reply
                        (link.reply), whatever happens in between
 
+Between cells the main thread waits on the link itself, so that a request
+wakes the thread that runs it, with no hand-over from the reader thread.
 A runtime failure becomes an error reply that says so, and a line in the
 kernel's log; a KeyboardInterrupt that arrives between requests is dropped.
 
 prepare_lock() sets up the user's world (streams, display(), get_ipython(),
-comms, the import hooks, the audit hook) and wires the callbacks by which a
+the import hooks, the audit hook) and wires the callbacks by which a
 lower layer calls a higher one: execution's results go to display, display
 formats matplotlib's figures with sandpit.figures. See the package's
 docstring for the layers.
 """
 
 import builtins
+import collections
 import os
 import queue
 import signal
@@ -34,7 +43,6 @@ import sys
 import threading
 import traceback
 
-from . import comms
 from . import display
 from . import execution
 from . import guard
@@ -50,9 +58,10 @@ from . import tracebacks
 
 user_ns = execution.user_ns
 
-# Routing, filled by the reader thread and read by the handling threads.
-_main_inbox = queue.Queue()   # the main shell's requests; None when the link closes
-_subshells = {}               # subshell id -> _Subshell
+# Routing: filled by whichever thread reads the link, read by the handling threads.
+_main_inbox = collections.deque()  # the main shell's requests; None when the link fails
+_subshells = {}                    # subshell id -> _Subshell
+_SIGINT = {signal.SIGINT}
 
 
 # --- the loop --------------------------------------------------------------------
@@ -65,12 +74,48 @@ def serve(hello):
     threading.Thread(target=_read_link, name="sandpit-link", daemon=True).start()
     while True:
         try:
-            req = _main_inbox.get()
+            req = _next_main_request()
+            if req is None:
+                return 0
+            _serve_main(req)
         except KeyboardInterrupt:
             continue  # an interrupt that arrived between cells
-        if req is None:
-            return 0
+
+
+def _next_main_request():
+    """The main shell's next request: one the reader thread routed while the
+    last one ran, else the next from the link, routing what comes before it
+    (for the subshells) on the way; None when the link has failed."""
+    while not _main_inbox:
+        try:
+            raw, buffers = link.recv_raw()
+        except EOFError:
+            return None
+        except OSError as e:
+            link.log("error", "the link to the supervisor failed: %s" % (e,))
+            return None
+        # A late interrupt (for the request that has just ended) must not cut
+        # parsing or routing short and lose the frame: it is held back until
+        # the frame is where it belongs, and then dropped by serve().
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+        try:
+            _route(*link.parse(raw, buffers))
+        except link.FrameError as e:
+            link.log("error", "unreadable frame from the supervisor: %r" % (e,))
+        except Exception as e:
+            link.log("error", "could not route a frame: %r" % (e,))
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+    return _main_inbox.popleft()
+
+
+def _serve_main(req):
+    """Runs a main-shell request; handle() gives the reader thread the link
+    for its length, and the link comes back here, whatever happens."""
+    try:
         _serve_one(req)
+    finally:
+        link.reader_turn(False)
 
 
 def _serve_one(req):
@@ -90,11 +135,12 @@ def _signals_to_main_thread():
 
 
 def _read_link():
-    """The reader thread: routes each frame from the supervisor."""
+    """The reader thread: routes each frame from the supervisor while a
+    main-shell request runs (the main thread reads between them)."""
     _signals_to_main_thread()
     while True:
         try:
-            kind, frame, buffers = link.recv()
+            kind, frame, buffers = link.recv_in_turn()
         except EOFError:
             break
         except OSError as e:
@@ -107,7 +153,7 @@ def _read_link():
             _route(kind, frame, buffers)
         except Exception as e:
             link.log("error", "could not route a frame: %r" % (e,))
-    _main_inbox.put(None)
+    _main_inbox.append(None)
     for sub in list(_subshells.values()):
         sub.inbox.put(None)
 
@@ -117,7 +163,7 @@ def _route(kind, frame, buffers):
         req = request.Request(frame, buffers)
         request.register(req)  # from now on, its interrupt note finds it
         if not req.shell:
-            _main_inbox.put(req)
+            _main_inbox.append(req)
         else:
             sub = _subshells.get(req.shell)
             if sub is None:  # the supervisor knows it; the worker must too
@@ -206,6 +252,7 @@ def handle(req):
     replied = False
     try:
         if threading.current_thread() is threading.main_thread():
+            link.reader_turn(True)  # the reader thread routes while it runs
             link.set_default_tag(req.msg_id)
         handler = handlers.HANDLERS.get(req.msg_type)
         if handler is None:
@@ -214,7 +261,8 @@ def handle(req):
                        "traceback": []}
         else:
             content = handler(req)
-        _reply(req, content)
+        # execute() has just sent the cell's output (link.output_end).
+        _reply(req, content, flushed=req.msg_type == "execute_request")
         replied = True
     finally:
         if not replied:
@@ -233,20 +281,21 @@ def handle(req):
         request.end(req, token)
 
 
-def _reply(req, content, metadata=None):
-    link.flush()
-    link.send(link.reply(req.shell, req.msg_id, content, metadata))
+def _reply(req, content, flushed=False):
+    if not flushed:
+        link.flush()
+    link.send(link.reply(req.shell, req.msg_id, content))
 
 
 # --- start-up ----------------------------------------------------------------------
 
 
 # What sets up the user's world before the first cell, in this order: display(),
-# comms, get_ipython(), the hooks that adapt IPython, ipykernel, pandas and
+# get_ipython(), the hooks that adapt comm, IPython, ipykernel, pandas and
 # matplotlib as they are imported, the audit hook that explains the sandbox, the
 # seed of random numbers (--seed), and %history.
-INSTALLERS = [display.install, comms.install, shell.install, import_hooks.install,
-              guard.install, seeding.install, history.install]
+INSTALLERS = [display.install, shell.install, import_hooks.install, guard.install,
+              seeding.install, history.install]
 
 
 def _figure_formatters(fig):
@@ -268,14 +317,8 @@ def add_site_dir(path):
 
 
 def prepare_lock():
-    """Runs before the seccomp filter: whatever needs a process or a new
-    file once, and the user's namespace."""
-    import platform
-    try:
-        platform.uname()  # cached; pandas asks for it (uname -p) at import
-        platform.processor()
-    except Exception:
-        pass
+    """Runs before the seccomp filter: the user's namespace, and whatever
+    needs a new file once."""
     user_ns.setdefault("__builtins__", builtins)
     user_ns["__name__"] = "__main__"
     user_ns.pop("__file__", None)

@@ -12,7 +12,6 @@ importing it. Generators a cell makes itself (`numpy.random.default_rng()`,
 """
 
 import os
-import random
 import sys
 
 
@@ -36,6 +35,7 @@ def install(user_ns):
     n = seed()
     if n is None:
         return
+    import random  # only with --seed: a kernel without it does not load random
     random.seed(n)
     np_random = sys.modules.get("numpy.random")
     if np_random is not None:
