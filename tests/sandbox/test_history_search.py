@@ -25,7 +25,10 @@ TRIES = 5
 
 @pytest.fixture(scope="module")
 def box(jupyter_dir, tmp_path_factory):
-    k = boot(jupyter_dir, cwd=tmp_path_factory.mktemp("history"))
+    # A database of its own: the user's holds every other test's cells, and a
+    # search spans all of its sessions.
+    folder = tmp_path_factory.mktemp("history")
+    k = boot(jupyter_dir, "--history", str(folder / "history.sqlite"), cwd=folder)
     # Only a socket of our own from here: the client's channels would spend the
     # test's time decoding 60,000 status messages.
     k.kc.stop_channels()
