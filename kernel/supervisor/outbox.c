@@ -102,7 +102,7 @@ void outbox_error(struct kernel *k, const struct request *req, const char *ename
     json_t *c = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", ename,
                           "evalue", evalue, "traceback");
     if (c && req->execute) {
-        json_object_set_new(c, "execution_count", json_integer(req->execution_count));
+        json_object_set_new(c, "execution_count", json_integer(req->reply_count));
         json_object_set_new(c, "user_expressions", json_object());
         json_object_set_new(c, "payload", json_array());
     }

@@ -33,6 +33,9 @@ struct request {
     void (*answer)(struct kernel *k, struct request *r);
     /* execute_request only */
     int execution_count;
+    /* The count its reply carries: its own, or, for a cell that stores no
+     * history, the last stored cell's, as ipykernel answers. */
+    int reply_count;
     bool silent, store_history, stop_on_error;
     /* limits (limits.c) */
     double timeout_s; /* effective limit for this request; 0: none */

@@ -203,7 +203,7 @@ void shells_finish(struct kernel *k, struct shell *sh, const json_t *content,
         status = "error";
     }
     if (r->execute)
-        json_object_set_new(c, "execution_count", json_integer(r->execution_count));
+        json_object_set_new(c, "execution_count", json_integer(r->reply_count));
     json_t *md = outbox_reply_metadata(k, status);
     if (md && json_is_object(metadata))
         json_object_update(md, (json_t *)metadata);
@@ -310,6 +310,7 @@ struct shell *shells_create(struct kernel *k)
 static bool prepare_execute(struct kernel *k, struct shell *sh, struct request *r)
 {
     json_t *c = r->msg->content, *v;
+    r->reply_count = k->execution_count;
     r->silent = json_is_true(json_object_get(c, "silent"));
     v = json_object_get(c, "store_history");
     r->store_history = !r->silent && (v ? json_is_true(v) : true);
@@ -374,6 +375,7 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
             history_add(&k->history, k->execution_count, code);
         }
         r->execution_count = k->execution_count + (r->store_history ? 0 : 1);
+        r->reply_count = k->execution_count;
         if (!r->silent) {
             json_t *c = json_pack("{s:s, s:i}", "code", code, "execution_count",
                                   r->execution_count);

@@ -52,10 +52,13 @@ def test_execution_count_silent_and_store_history(kernel):
     n = r1["content"]["execution_count"]
     r2, out = kernel.execute("print('quiet')\n2", silent=True)
     assert r2["content"]["status"] == "ok"
+    # a cell that stores no history answers with the last stored cell's count,
+    # as ipykernel does
+    assert r2["content"]["execution_count"] == n
     # silent: no execute_input, no result, but streams still go out
     assert [m["msg_type"] for m in out] == ["stream"]
     msg_id = kernel.kc.execute("3", store_history=False)
-    kernel.shell_reply(msg_id)
+    assert kernel.shell_reply(msg_id)["content"]["execution_count"] == n
     msgs = kernel.iopub_until_idle(msg_id, keep_status=True)
     assert "execute_input" in [m["msg_type"] for m in msgs]
     r4, _ = kernel.execute("4")

@@ -221,7 +221,8 @@ static void test_execution_count_and_history(void)
     char a[128], b[128], c[128];
     SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a = 1"), NULL);
     fake_worker_reply(&f, "", a, "ok");
-    /* not stored: no count of its own (it shows the next one), no history */
+    /* not stored: no count of its own (its execute_input shows the next one,
+     * its reply the last stored cell's, as ipykernel answers), no history */
     SEND(&f, b, CONNECTION_SHELL, "execute_request",
          "{\"code\": \"b\", \"store_history\": false}", NULL);
     fake_worker_reply(&f, "", b, "ok");
@@ -234,6 +235,9 @@ static void test_execution_count_and_history(void)
               1);
     CHECK_INT(json_integer_value(json_object_get(
                   fake_find(&f, b, "execute_reply")->content, "execution_count")),
+              1);
+    CHECK_INT(json_integer_value(json_object_get(
+                  fake_find(&f, b, "execute_input")->content, "execution_count")),
               2);
     CHECK_STR(fake_labels(&f, c), "busy execute_reply idle");
     CHECK_INT(f.k.execution_count, 1);
