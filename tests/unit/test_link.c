@@ -6,11 +6,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel/link/frames.h"
 #include "kernel/link/link.h"
+#include "kernel/link/spawn.h"
 #include "testing.h"
 
 static void test_framing_round_trip(void)
@@ -523,6 +526,109 @@ static void test_malformed_frames_are_refused(void)
     json_decref(content);
 }
 
+/* Whether two descriptors are the same open file (what SCM_RIGHTS passes). */
+static bool same_file(int a, int b)
+{
+    struct stat x, y;
+    return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+static int open_count(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        n += fcntl(fd, F_GETFD) >= 0;
+    return n;
+}
+
+static void test_spawn_requests_and_answers(void)
+{
+    int sv[2], p[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+    REQUIRE(pipe(p) == 0);
+    int fds[3] = {p[0], p[1], p[0]};
+    REQUIRE(spawn_send_request(sv[0], fds, 3, "v1 group sandpit-1-1") == 0);
+    int got[SPAWN_MAX_FDS];
+    size_t n = 0;
+    char note[SPAWN_NOTE_MAX];
+    CHECK_INT(spawn_recv_request(sv[1], got, &n, note, sizeof note), 1);
+    REQUIRE(n == 3);
+    CHECK(same_file(got[0], p[0]) && same_file(got[1], p[1]) && same_file(got[2], p[0]));
+    CHECK(got[0] != p[0] && (fcntl(got[0], F_GETFD) & FD_CLOEXEC));
+    CHECK_STR(note, "v1 group sandpit-1-1");
+    for (size_t i = 0; i < n; i++)
+        close(got[i]);
+    /* Too few or too many descriptors are refused before anything is sent. */
+    CHECK_INT(spawn_send_request(sv[0], fds, 1, ""), -EINVAL);
+    CHECK_INT(spawn_send_request(sv[0], fds, SPAWN_MAX_FDS + 1, ""), -EINVAL);
+
+    enum spawn_answer kind;
+    pid_t pid;
+    int err;
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), -EAGAIN);
+    REQUIRE(spawn_send_ready(sv[1]) == 0);
+    REQUIRE(spawn_send_reply(sv[1], 4242, 0) == 0);
+    REQUIRE(spawn_send_reply(sv[1], 0, EAGAIN) == 0);
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), 1);
+    CHECK(kind == SPAWN_READY && pid == getpid() && err == 0);
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), 1);
+    CHECK(kind == SPAWN_REPLY && pid == 4242 && err == 0);
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), 1);
+    CHECK(kind == SPAWN_REPLY && pid == 0 && err == EAGAIN);
+    close(sv[1]);
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), 0);
+    close(sv[0]);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void test_spawn_refuses_what_is_not_its_message(void)
+{
+    int sv[2], p[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+    REQUIRE(pipe(p) == 0);
+    int before = open_count();
+    /* A datagram of the wrong size, with descriptors: refused, and the
+     * descriptors that came with it are not left open in the receiver. */
+    char junk[16] = "not a request";
+    struct iovec iov = {junk, sizeof junk};
+    union {
+        char buf[CMSG_SPACE(2 * sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr h = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = ctl.buf,
+                       .msg_controllen = sizeof ctl.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    memcpy(CMSG_DATA(c), p, sizeof p);
+    REQUIRE(sendmsg(sv[0], &h, 0) == (ssize_t)sizeof junk);
+    int got[SPAWN_MAX_FDS];
+    size_t n = 9;
+    CHECK_INT(spawn_recv_request(sv[1], got, &n, NULL, 0), -EBADMSG);
+    CHECK_INT((int)n, 0);
+    CHECK_INT(open_count(), before);
+    /* An answer of the wrong size. */
+    REQUIRE(send(sv[1], junk, 3, 0) == 3);
+    enum spawn_answer kind;
+    pid_t pid;
+    int err;
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), -EBADMSG);
+    /* A request read as an answer: the descriptors it carries are closed. */
+    REQUIRE(spawn_send_request(sv[1], p, 2, "") == 0);
+    CHECK_INT(spawn_recv_answer(sv[0], &kind, &pid, &err), -EBADMSG);
+    CHECK_INT(open_count(), before);
+    close(sv[0]);
+    close(sv[1]);
+    close(p[0]);
+    close(p[1]);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_framing_round_trip),
     TESTING_CASE(test_framing_corrupt),
@@ -530,6 +636,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_kind_names),
     TESTING_CASE(test_every_kind_round_trips),
     TESTING_CASE(test_malformed_frames_are_refused),
+    TESTING_CASE(test_spawn_requests_and_answers),
+    TESTING_CASE(test_spawn_refuses_what_is_not_its_message),
     {0},
 };
 
