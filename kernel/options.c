@@ -61,6 +61,9 @@ static const struct opt table[] = {
     {"network", OPT_ONOFF, OFF(network),
      "on|off network access for the code (default off)"},
     {"sandbox", OPT_ONOFF, OFF(sandbox), "on|off confine the worker (default on)"},
+    {"template", OPT_ONOFF, OFF(template),
+     "on|off fork each new worker from a template that has started Python, for fast "
+     "restarts (default on)"},
     {"figure-format", OPT_STRING, OFF(figure_format),
      "png|retina|svg  inline chart format"},
     {"dpi", OPT_INT, OFF(dpi), "N      resolution of inline charts"},
@@ -91,6 +94,7 @@ void options_init(struct options *o)
     memset(o, 0, sizeof *o);
     o->log_level = LOG_WARN;
     o->sandbox = true;
+    o->template = true;
     o->network = false;
     o->dpi = 0;
     o->max_message_mib = OPTIONS_DEFAULT_MAX_MESSAGE_MIB;

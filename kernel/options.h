@@ -40,6 +40,7 @@ struct options {
     unsigned long max_file_mib; /* largest file a cell may write; 0: none */
     bool network;
     bool sandbox;
+    bool template; /* workers forked from a worker template (respawn.c) */
 
     unsigned long max_message_mib; /* largest message from a client; 0: none */
     double cpus;                   /* CPU time of the worker, in CPUs; 0: no limit */

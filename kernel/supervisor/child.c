@@ -23,7 +23,9 @@
 
 #include "kernel/log.h"
 #include "kernel/monotime.h"
+#include "kernel/link/spawn.h"
 #include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/template.h"
 #include "sandbox/cgroup.h"
 
 #define CHILD_RETIRED 4  /* groups of stopped workers not reaped yet */
@@ -404,8 +406,29 @@ static void free_env_with(char **e)
     free(e);
 }
 
+/* Asks the template for the worker: the child's end of the link, of its log
+ * and its group's cgroup.procs files (all borrowed). The pid, or 0 when the
+ * template could not (the worker is then exec'd). */
+static pid_t spawn_from(struct template *tpl, int link_fd, int log_fd,
+                        const struct sandbox_cgroup *cg)
+{
+    int fds[SPAWN_MAX_FDS] = {link_fd, log_fd};
+    size_t n = 2;
+    for (int i = 0; i < SANDBOX_CGROUP_NCTL && n < SPAWN_MAX_FDS; i++)
+        if (cg->procs[i] >= 0)
+            fds[n++] = cg->procs[i];
+    pid_t pid = 0;
+    int rc = template_spawn(tpl, fds, n, cg->detail[0] ? cg->detail : "none", &pid);
+    if (rc) {
+        log_warn("the worker template gave no worker (%s); starting one without it",
+                 strerror(-rc));
+        return 0;
+    }
+    return pid;
+}
+
 int child_start(struct child *c, char *const argv[], char *const envp[],
-                const struct sandbox_cgroup_limits *limits)
+                const struct sandbox_cgroup_limits *limits, struct template *tpl)
 {
     int sv[2], logp[2];
     sandbox_cgroup_init(&c->cgroup);
@@ -450,7 +473,11 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         return -e;
     }
     pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = template_state(tpl) == TEMPLATE_READY
+                    ? spawn_from(tpl, sv[1], logp[1], &c->cgroup)
+                    : 0;
+    if (!pid)
+        pid = fork();
     if (pid < 0) {
         int e = errno;
         close(sv[0]);

@@ -17,6 +17,7 @@
 
 struct loop;
 struct child;
+struct template;
 
 enum child_state {
     CHILD_DOWN,     /* no worker */
@@ -52,9 +53,11 @@ void child_set_frame_limit(struct child *c, size_t max);
  * as the worker's), and nothing else. With limits (borrowed), it runs in a
  * cgroup of its own that has them, from before its first instruction;
  * SANDPIT_CGROUP in its environment says what was made, or why nothing was.
- * 0 or -errno. */
+ * With a ready template (borrowed; NULL or not ready: none), the worker is
+ * forked from it with the same descriptors and group rather than exec'd, and
+ * is the supervisor's child all the same. 0 or -errno. */
 int child_start(struct child *c, char *const argv[], char *const envp[],
-                const struct sandbox_cgroup_limits *limits);
+                const struct sandbox_cgroup_limits *limits, struct template *tpl);
 
 /* A child process was reaped: removes the cgroups of workers that have ended. */
 void child_reaped(struct child *c);

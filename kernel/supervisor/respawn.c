@@ -31,6 +31,8 @@ void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct l
 
 void respawn_release(struct respawn *w)
 {
+    template_free(w->tpl);
+    w->tpl = NULL;
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     child_free_environment(w->env);
@@ -63,12 +65,30 @@ fail:
 
 static double on_retry(struct loop *l, long long id, void *data);
 static double on_hello_deadline(struct loop *l, long long id, void *data);
+static void on_template_settled(void *data, bool ready);
 
 static void retry_in(struct respawn *w, double delay)
 {
     loop_del_timer(w->loop, w->retry_timer);
     long long id = loop_add_timer(w->loop, delay, on_retry, w);
     w->retry_timer = id > 0 ? id : 0;
+}
+
+static void on_template_settled(void *data, bool ready)
+{
+    struct respawn *w = data;
+    (void)ready; /* a template that failed has said why; workers are exec'd */
+    if (!w->tpl_waiting)
+        return;
+    w->tpl_waiting = false;
+    respawn_start(w);
+}
+
+static void free_argv(char **argv)
+{
+    for (int i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free(argv);
 }
 
 void respawn_start(struct respawn *w)
@@ -80,14 +100,25 @@ void respawn_start(struct respawn *w)
     char **argv = worker_argv(w->opts);
     if (!w->env)
         w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
+    if (argv && w->env && !w->tpl_tried && w->opts->template) {
+        w->tpl_tried = true;
+        const struct template_events ev = {w, on_template_settled};
+        if ((w->tpl = template_start(w->loop, argv, w->env, &ev)))
+            w->tpl_waiting = template_state(w->tpl) == TEMPLATE_STARTING;
+    }
+    if (w->tpl_waiting) {
+        free_argv(argv);
+        long long id =
+            loop_add_timer(w->loop, RESPAWN_HELLO_TIMEOUT_S, on_hello_deadline, w);
+        w->hello_timer = id > 0 ? id : 0;
+        return;
+    }
     struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
                                            SANDBOX_MAX_TASKS, w->opts->cpus};
-    int rc = argv && w->env
-                 ? child_start(w->child, argv, w->env, w->opts->sandbox ? &limits : NULL)
-                 : -ENOMEM;
-    for (int i = 0; argv && argv[i]; i++)
-        free(argv[i]);
-    free(argv);
+    int rc = argv && w->env ? child_start(w->child, argv, w->env,
+                                          w->opts->sandbox ? &limits : NULL, w->tpl)
+                            : -ENOMEM;
+    free_argv(argv);
     if (rc) {
         log_error("cannot start the worker: %s", strerror(-rc));
         retry_in(w, 1);
@@ -114,6 +145,16 @@ static double on_hello_deadline(struct loop *l, long long id, void *data)
     (void)id;
     struct respawn *w = data;
     w->hello_timer = 0;
+    if (w->tpl_waiting) {
+        log_error("the worker template did not start within %.0f s; starting the "
+                  "worker without it",
+                  RESPAWN_HELLO_TIMEOUT_S);
+        template_free(w->tpl);
+        w->tpl = NULL;
+        w->tpl_waiting = false;
+        respawn_start(w);
+        return LOOP_NOMORE;
+    }
     if (child_state(w->child) == CHILD_STARTING) {
         log_error("the worker did not start within %.0f s; restarting it",
                   RESPAWN_HELLO_TIMEOUT_S);
@@ -200,6 +241,11 @@ void respawn_stopped(struct respawn *w, int sig)
     for (size_t i = 0; i < w->k->nshells; i++)
         if (w->k->shells[i].current)
             limits_note(w->k, w->k->shells[i].current, text);
+}
+
+bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
+{
+    return template_reaped(w->tpl, pid, status);
 }
 
 bool respawn_hello(struct respawn *w)

@@ -11,6 +11,7 @@
 #include "kernel/options.h"
 #include "kernel/supervisor/child.h"
 #include "kernel/supervisor/kernel.h"
+#include "kernel/supervisor/template.h"
 
 #define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
 #define RESPAWN_MAX_STOPS       3    /* a worker stopped more often is restarted */
@@ -25,13 +26,18 @@ struct respawn {
     long long retry_timer; /* a delayed start; 0: none */
     long long hello_timer; /* the start-up deadline; 0: none */
     int stops;             /* times the running worker was stopped (SIGSTOP, ...) */
+    struct template *tpl;  /* forks workers once ready; NULL: none (owned) */
+    bool tpl_tried;        /* a template was started once: not again */
+    bool tpl_waiting;      /* the first worker waits for the template to settle */
 };
 
 void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
                   const struct options *opts);
 void respawn_release(struct respawn *w);
 
-/* Starts a worker now (or, if that fails, in a second). */
+/* Starts a worker now (or, if that fails, in a second). The first call starts
+ * the worker template as well, and the first worker once it is ready (or has
+ * failed, and then without it). */
 void respawn_start(struct respawn *w);
 /* Kills the worker and starts another; running requests are answered with
  * why. */
@@ -45,6 +51,9 @@ void respawn_reaped(struct respawn *w, int status);
  * than RESPAWN_MAX_STOPS times is restarted instead. A stopped worker would
  * otherwise hang its cell without a word until an interrupt escalated. */
 void respawn_stopped(struct respawn *w, int sig);
+/* A child that is not the worker was reaped: true if it was the template,
+ * which is then down (workers are exec'd from then on). */
+bool respawn_reaped_other(struct respawn *w, pid_t pid, int status);
 /* The worker said hello: true if it was starting (it is ready now). */
 bool respawn_hello(struct respawn *w);
 /* What the worker can do for requests now. */

@@ -207,6 +207,8 @@ static void reap_children(struct supervisor *s)
         }
         if (pid == child_pid(s->child))
             respawn_reaped(&s->respawn, status);
+        else
+            respawn_reaped_other(&s->respawn, pid, status);
         child_reaped(s->child);
     }
 }
@@ -446,12 +448,12 @@ static void supervisor_release(struct supervisor *s)
 {
     if (s->child) {
         child_stop(s->child);
+        respawn_release(&s->respawn); /* the template too */
         /* Reap the last worker so that it is not left a zombie for our parent, and
          * so that its cgroup can go (a large one takes a moment to tear down). */
         for (int i = 0; i < 2000 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
             usleep(1000);
         child_free(s->child);
-        respawn_release(&s->respawn);
     }
     commport_free(s->commport);
     kernel_release(&s->k);

@@ -546,6 +546,42 @@ static int call_runtime(const char *fn, const char *arg)
     return rc;
 }
 
+void pyrt_template_ready(void)
+{
+    /* What the template holds stays shared with its workers only if nothing
+     * writes to it: a collection in a worker would touch every object's
+     * header, and copy every page of the heap. Frozen, they are not
+     * collected (they are the runtime, alive for the worker's life anyway). */
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *r = gc ? PyObject_CallMethod(gc, "collect", NULL) : NULL;
+    Py_XDECREF(r);
+    r = gc ? PyObject_CallMethod(gc, "freeze", NULL) : NULL;
+    if (!r)
+        PyErr_Clear();
+    Py_XDECREF(r);
+    Py_XDECREF(gc);
+}
+
+void pyrt_before_fork(void)
+{
+    PyOS_BeforeFork();
+}
+
+void pyrt_after_fork_parent(void)
+{
+    PyOS_AfterFork_Parent();
+}
+
+void pyrt_after_fork_child(void)
+{
+    PyOS_AfterFork_Child();
+}
+
+void pyrt_add_path(const char *pythonpath)
+{
+    call_runtime("add_path", pythonpath);
+}
+
 void pyrt_add_site_dir(const char *dir)
 {
     call_runtime("add_site_dir", dir);

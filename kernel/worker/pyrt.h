@@ -13,6 +13,22 @@
  * 0, or -1 with a sentence in err. */
 int pyrt_init(char *err, size_t errlen);
 
+/* Once, in the template before it forks: its objects are left out of the
+ * workers' collections (gc.freeze), so that their pages stay shared. */
+/* Around a fork of the worker template (spawner.c), with the GIL held by the
+ * only thread: Python's own preparation, then its repair in each process
+ * (locks made anew in the child, os.register_at_fork's hooks run). */
+void pyrt_template_ready(void);
+void pyrt_before_fork(void);
+void pyrt_after_fork_parent(void);
+void pyrt_after_fork_child(void);
+
+/* Puts the entries of a PYTHONPATH-style list (colon-separated) at the front of
+ * sys.path, where Python puts PYTHONPATH itself. The interpreter starts without
+ * them, since the template that starts it is not confined and must not import
+ * from folders the user's code can write; each worker adds them once it is. */
+void pyrt_add_path(const char *pythonpath);
+
 /* Puts a site-packages folder (--venv's) on sys.path, with its .pth files,
  * before the system's, as a virtual environment's Python has it. A failure is
  * logged, not fatal. */

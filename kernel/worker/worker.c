@@ -1,12 +1,16 @@
 /* worker: the process that runs cells.
  *
- * The order of start-up is the point of this file (see sandbox/POLICY.md):
- * descriptors are already closed by the supervisor (only stdio and the link
- * survive the exec); then resource limits, namespaces and Landlock while the
- * process still has a single thread; then CPython, initialised with its own
- * signal handlers, and the modules to preload; then no-new-privileges and the
- * seccomp filter on every thread. Only then does the worker say hello, so no
- * request ever runs before the sandbox is locked. */
+ * The order of start-up is the point of this file (see sandbox/POLICY.md).
+ * CPython starts first, with its own signal handlers, and imports the
+ * embedded runtime, reading nothing but the interpreter's own folders (no
+ * PYTHONPATH, no workspace, no user site): that much is the same for every
+ * worker of a kernel, so a worker template does it once and forks each worker
+ * from there (spawner.c); started alone, a worker does it itself. Then, in
+ * the worker, with a single thread: resource limits, namespaces and Landlock;
+ * then what may import the user's modules (PYTHONPATH, --venv, the preloads);
+ * then no-new-privileges and the seccomp filter on every thread. Only then
+ * does the worker say hello, so no request ever runs before the sandbox is
+ * locked. */
 #include "kernel/worker/worker.h"
 
 #include <errno.h>
@@ -18,15 +22,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kernel/fsutil.h"
 #include "kernel/link/frames.h"
+#include "kernel/link/spawn.h"
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/options.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
+#include "kernel/worker/spawner.h"
 #include "kernel/worker/uplink.h"
 #include "sandbox/home.h"
 #include "sandbox/sandbox.h"
@@ -165,14 +173,23 @@ static void set_environment(const struct options *o)
  * first cell goes (`--log-level debug`). */
 struct stopwatch {
     double start, last;
+    long faults; /* page faults so far (minor ones: a forked worker's copies) */
 };
+
+static long page_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt + u.ru_majflt : 0;
+}
 
 static void stopwatch_step(struct stopwatch *w, const char *step)
 {
     double now = monotime_now();
-    log_debug("start-up: %s in %.1f ms (%.1f ms since main)", step, (now - w->last) * 1e3,
-              (now - w->start) * 1e3);
+    long faults = page_faults();
+    log_debug("start-up: %s in %.1f ms, %ld page faults (%.1f ms since main)", step,
+              (now - w->last) * 1e3, faults - w->faults, (now - w->start) * 1e3);
     w->last = now;
+    w->faults = faults;
 }
 
 /* The hello frame: the interpreter and the sandbox's report (new text). */
@@ -196,6 +213,18 @@ static char *hello_json(const struct sandbox_report *r)
     return text;
 }
 
+/* Takes SPAWN_TEMPLATE_FLAG out of argv: whether this is the worker template. */
+static bool take_template_flag(int *argc, char **argv)
+{
+    for (int i = 1; i < *argc; i++)
+        if (strcmp(argv[i], SPAWN_TEMPLATE_FLAG) == 0) {
+            memmove(&argv[i], &argv[i + 1], (size_t)(*argc - i) * sizeof *argv);
+            (*argc)--;
+            return true;
+        }
+    return false;
+}
+
 int worker_main(int argc, char **argv)
 {
     struct stopwatch watch = {.start = monotime_now()};
@@ -203,21 +232,55 @@ int worker_main(int argc, char **argv)
     struct options o;
     options_init(&o);
     char err[512];
+    bool template = take_template_flag(&argc, argv);
+    const char *name = template ? "template" : "worker";
     /* The log keeps the supervisor's stderr; fd 2 itself will become a pipe. */
     int logfd = fcntl(2, F_DUPFD_CLOEXEC, 10);
-    log_init("worker", LOG_WARN, logfd >= 0 ? logfd : 2);
+    log_init(name, LOG_WARN, logfd >= 0 ? logfd : 2);
     if (options_parse(&o, argc, argv, err, sizeof err) || !o.workspace || !o.tmpdir) {
         log_error("bad worker command line: %s", o.workspace ? err : "no workspace");
         return 2;
     }
-    log_init("worker", o.log_level, logfd >= 0 ? logfd : 2);
+    log_init(name, o.log_level, logfd >= 0 ? logfd : 2);
+    set_environment(&o);
+    /* PYTHONPATH may name folders the user's code can write: Python starts
+     * without it, and each worker adds it once it is confined. */
+    char *pythonpath = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
+    unsetenv("PYTHONPATH");
+    if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {
+        log_error("cannot start Python: %s", err);
+        return 4;
+    }
+    stopwatch_step(&watch, "Python and the runtime");
+    /* What the supervisor made of the worker's cgroup, for the report. */
+    char cgroup_note[SANDBOX_DETAIL_MAX] = "";
+    if (template) {
+        int rc = spawner_serve(3, logfd, cgroup_note, sizeof cgroup_note);
+        if (rc != 1) {
+            if (rc < 0)
+                log_error("the worker template stops: %s", strerror(-rc));
+            fflush(NULL);
+            _exit(rc == 0 ? 0 : 1);
+        }
+        /* From here on, a worker forked from the template. */
+        log_init("worker", o.log_level, logfd);
+        watch.start = watch.last = monotime_now();
+        watch.faults = page_faults();
+        stopwatch_step(&watch, "forked from the template");
+    } else {
+        prctl(PR_SET_NAME, "sandpit-worker"); /* rather than "exe" */
+        const char *note = getenv("SANDPIT_CGROUP");
+        snprintf(cgroup_note, sizeof cgroup_note, "%s", note ? note : "");
+    }
+    unsetenv("SANDPIT_CGROUP");
+    if (pythonpath)
+        setenv("PYTHONPATH", pythonpath, 1);
     uplink_init();
     uplink_set_frame_limit(link_worker_frame_limit(o.max_output, options_max_images(&o)));
     if (chdir(o.workspace) != 0) {
         log_error("cannot enter the workspace %s: %s", o.workspace, strerror(errno));
         return 2;
     }
-    set_environment(&o);
 
     struct sandbox_policy policy;
     struct sandbox_report report;
@@ -261,11 +324,6 @@ int worker_main(int argc, char **argv)
     policy.memory_bytes = (uint64_t)o.memory_mib << 20;
     policy.max_file_bytes = (uint64_t)o.max_file_mib << 20;
     policy.cpus = o.cpus;
-    /* What the supervisor made of the worker's cgroup, for the report. */
-    char cgroup_note[SANDBOX_DETAIL_MAX] = "";
-    const char *note = getenv("SANDPIT_CGROUP");
-    snprintf(cgroup_note, sizeof cgroup_note, "%s", note ? note : "");
-    unsetenv("SANDPIT_CGROUP");
     policy.cgroup_note = cgroup_note;
     memset(&report, 0, sizeof report);
     stopwatch_step(&watch, "options and masks");
@@ -276,15 +334,13 @@ int worker_main(int argc, char **argv)
     }
     stopwatch_step(&watch, "confined (rlimits, namespaces, Landlock)");
 
-    if (pyrt_init(err, sizeof err) != 0) {
-        log_error("cannot start Python: %s", err);
-        return 4;
-    }
+    if (pythonpath)
+        pyrt_add_path(pythonpath);
+    free(pythonpath);
     char *site = options_venv_site_packages(&o);
     if (site)
         pyrt_add_site_dir(site);
     free(site);
-    stopwatch_step(&watch, "Python and the runtime");
     if (o.preload) {
         pyrt_preload(o.preload);
         stopwatch_step(&watch, "preloads");

@@ -153,7 +153,9 @@ def test_restart_kernel_from_jupyter_client(fresh_kernel):
 
 # --- the log ------------------------------------------------------------------------------
 
-LOG_LINE = re.compile(r"^(worker\| )?\[sandpit (kernel|worker) \d\d:\d\d:\d\d\.\d{3} "
+# The worker template (which starts Python once and forks each worker) logs as
+# itself: it runs no user code, so its lines need no mark.
+LOG_LINE = re.compile(r"^(worker\| )?\[sandpit (kernel|template|worker) \d\d:\d\d:\d\d\.\d{3} "
                       r"(error|warning|info|debug)\] (.*)$")
 LEVELS = ["error", "warning", "info", "debug"]
 
@@ -216,3 +218,5 @@ def test_the_log_at_each_level(jupyter_dir, tmp_path, level):
     if "debug" in shown:
         assert any(lvl == "debug" and text.startswith("shell bound on ")
                    for _, lvl, text in lines), lines
+        assert any(p == "kernel" and lvl == "debug" and text.startswith("the worker template ")
+                   and text.endswith(" ms") for p, lvl, text in lines), lines

@@ -115,12 +115,18 @@ def fd_count(pid):
 
 
 def worker_of(supervisor):
-    """The supervisor's child process (the worker)."""
+    """The supervisor's child process that is the worker (the other one, if
+    any, is the worker template, which forks each worker)."""
     path = "/proc/%d/task/%d/children" % (supervisor, supervisor)
     with open(path) as f:
         children = [int(p) for p in f.read().split()]
-    assert len(children) == 1, children
-    return children[0]
+    workers = []
+    for pid in children:
+        with open("/proc/%d/comm" % pid) as f:
+            if f.read().strip() == "sandpit-worker":
+                workers.append(pid)
+    assert len(workers) == 1, children
+    return workers[0]
 
 
 def snapshot(k):

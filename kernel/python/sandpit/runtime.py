@@ -303,6 +303,16 @@ def _figure_formatters(fig):
     return figures.formatters(fig)
 
 
+def add_path(pythonpath):
+    """Puts PYTHONPATH's entries at the front of sys.path, as Python does at
+    start: the interpreter started without them (the template it comes from
+    imports only from the system's folders). Relative entries are the
+    workspace's, as they would be from the worker's folder."""
+    entries = [os.path.abspath(p) for p in pythonpath.split(os.pathsep) if p]
+    sys.path[:0] = [p for p in entries if p not in sys.path]
+    os.environ["PYTHONPATH"] = pythonpath
+
+
 def add_site_dir(path):
     """Puts a site-packages folder (--venv's) and what its .pth files name on
     sys.path, before the system's packages, as a virtual environment's own

@@ -1,0 +1,56 @@
+/* template: the worker template, as the supervisor sees it. A process of
+ * this binary (`sandpit worker --as-template`), exec'd like a worker so that it
+ * holds nothing of the supervisor's memory, that starts Python and imports
+ * the runtime once and then forks each new worker on request
+ * (kernel/link/spawn.h, kernel/worker/spawner.c): a restart or a crash costs
+ * a fork and a confinement rather than an exec and Python's start. It runs no
+ * user code and is not confined; the workers it forks confine themselves.
+ * Its control socket is a file event of the loop while it starts; the struct
+ * owns the socket and the process. */
+#ifndef SANDPIT_TEMPLATE_H
+#define SANDPIT_TEMPLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct loop;
+struct template;
+
+enum template_state {
+    TEMPLATE_STARTING, /* started, not ready yet */
+    TEMPLATE_READY,    /* forks workers */
+    TEMPLATE_DOWN,     /* gone, or of no use: workers are exec'd */
+};
+
+/* Called once, when the template is ready or has failed to become so. */
+struct template_events {
+    void *data;
+    void (*settled)(void *data, bool ready);
+};
+
+/* Starts the template: argv as a worker's (argv[0] ignored; the flag that
+ * makes it the template is added), envp its whole environment (both borrowed). The
+ * supervisor becomes a subreaper, so that the workers the template forks are its
+ * children. NULL when it cannot be started (logged). */
+struct template *template_start(struct loop *loop, char *const argv[], char *const envp[],
+                                const struct template_events *ev);
+
+/* Kills the template (its pid is left for the SIGCHLD handler to reap).
+ * Accepts NULL. */
+void template_free(struct template *t);
+
+enum template_state template_state(const struct template *t);
+pid_t template_pid(const struct template *t);
+
+/* Asks a ready template for a worker with these descriptors (borrowed; see
+ * SPAWN_FD_*) and cgroup note, and waits for its pid: the template answers in
+ * a fork's time, and one that does not within a second is killed and taken
+ * down. 0 with *pid set, or -errno (the template is then down). */
+int template_spawn(struct template *t, const int *fds, size_t nfds, const char *note,
+                   pid_t *pid);
+
+/* A child process was reaped: true if it was the template (now down). */
+bool template_reaped(struct template *t, pid_t pid, int status);
+
+#endif

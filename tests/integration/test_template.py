@@ -1,0 +1,167 @@
+"""The worker template: a process that starts Python and imports the runtime
+once, then forks each new worker, which confines itself. What must hold: every
+worker, first or after a crash, comes from it and is the supervisor's own
+child, in a group of its own; workers forked from one template do not share
+their random numbers; the template imports nothing from where the user's code
+can write; and without a template (--template off, or one that died) workers
+are exec'd as before, and nothing else changes."""
+
+import os
+import pathlib
+import re
+import signal
+import time
+
+from sandpit_testing import TIMEOUT, install_spec, start, stop
+
+
+def proc_stat(pid):
+    """(comm, ppid) of a process, from /proc."""
+    text = pathlib.Path("/proc/%d/stat" % pid).read_text()
+    comm = text[text.index("(") + 1:text.rindex(")")]
+    return comm, int(text[text.rindex(")") + 2:].split()[1])
+
+
+def children(pid):
+    """{child pid: comm} of a process."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                comm, ppid = proc_stat(int(entry))
+            except (OSError, ValueError):
+                continue
+            if ppid == pid:
+                out[int(entry)] = comm
+    return out
+
+
+def crash(k):
+    """Kills the worker from inside and waits for the next one to answer."""
+    msg_id = k.kc.execute("import os; os.abort()")
+    assert k.shell_reply(msg_id)["content"]["ename"] == "WorkerDied"
+    k.iopub_until_idle(msg_id)
+
+
+def logged(path, pattern):
+    return re.findall(pattern, pathlib.Path(path).read_text(), re.M)
+
+
+def started(jupyter_dir, tmp_path, *options):
+    log = tmp_path / "kernel.log"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with open(log, "wb") as f:
+        k = start(install_spec(jupyter_dir, "--log-level", "debug", *options),
+                  cwd=str(ws), stderr=f)
+    return k, log
+
+
+def test_every_worker_is_forked_from_the_template(jupyter_dir, tmp_path):
+    k, log = started(jupyter_dir, tmp_path)
+    try:
+        supervisor = k.km.provisioner.pid
+        pids = []
+        for _ in range(3):
+            worker = int(k.value("__import__('os').getpid()"))
+            pids.append(worker)
+            # the supervisor's child (it reaps it and sees it stop), under its name
+            assert proc_stat(worker) == ("sandpit-worker", supervisor)
+            kids = children(supervisor)
+            assert sorted(kids.values()) == ["sandpit-tmpl", "sandpit-worker"], kids
+            # the cell runs where it always did, in its own group
+            assert k.value("__import__('os').getcwd()") == repr(str(tmp_path / "ws"))
+            crash(k)
+        assert len(set(pids)) == 3
+        assert k.run("print('the fourth')") == "the fourth\n"
+        template = [p for p, c in children(supervisor).items() if c == "sandpit-tmpl"]
+    finally:
+        stop(k)
+    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 4
+    assert len(logged(log, r"started the worker template (\d+)$")) == 1
+    assert logged(log, r"started the worker template (\d+)$") == [str(template[0])]
+    assert not logged(log, r"workers are started without it")
+
+
+def test_workers_of_one_template_draw_different_numbers(fresh_kernel):
+    """Forked from one interpreter, each worker must still seed its own random
+    numbers (as a new process does), unless --seed asks for the same ones."""
+    k = fresh_kernel
+    drawn = []
+    for _ in range(2):
+        drawn.append(k.value("(__import__('random').random(), "
+                             "__import__('uuid').uuid4().hex)"))
+        crash(k)
+    assert drawn[0] != drawn[1]
+    a, b = (eval(d) for d in drawn)
+    assert a[0] != b[0] and a[1] != b[1]
+
+
+def test_the_template_imports_nothing_the_code_can_write(jupyter_dir, tmp_path):
+    """PYTHONPATH (here a folder inside the workspace) is put on sys.path by each
+    worker once it is confined, never by the template, which is not: a
+    sitecustomize there is not run by anyone, and a module there is found by
+    cells as before."""
+    ws = tmp_path / "ws"
+    (ws / "lib").mkdir(parents=True)
+    (ws / "lib" / "sitecustomize.py").write_text(
+        "open(%r, 'w').write('ran')\n" % str(ws / "lib" / "ran.txt"))
+    (ws / "lib" / "mine.py").write_text("VALUE = 42\n")
+    name = install_spec(jupyter_dir)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = "lib"
+    try:
+        k = start(name, cwd=str(ws))
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = old
+    try:
+        assert k.value("__import__('mine').VALUE") == "42"
+        assert k.value("__import__('os').environ['PYTHONPATH']") == "'lib'"
+        assert k.value("__import__('sys').path[1]") == repr(str(ws / "lib"))
+        crash(k)
+        assert k.value("__import__('mine').VALUE") == "42"
+    finally:
+        stop(k)
+    assert not (ws / "lib" / "ran.txt").exists()
+
+
+def test_without_the_template_workers_are_execd(jupyter_dir, tmp_path):
+    k, log = started(jupyter_dir, tmp_path, "--template", "off")
+    try:
+        supervisor = k.km.provisioner.pid
+        k.run("x = 1")
+        assert list(children(supervisor).values()) == ["sandpit-worker"]
+        crash(k)
+        assert k.run("print('after')") == "after\n"
+        assert list(children(supervisor).values()) == ["sandpit-worker"]
+    finally:
+        stop(k)
+    assert not logged(log, r"forked from the template|started the worker template")
+    assert len(logged(log, r"^worker\| .* start-up: Python and the runtime")) == 2
+
+
+def test_a_template_that_dies_leaves_workers_execd(jupyter_dir, tmp_path):
+    k, log = started(jupyter_dir, tmp_path)
+    try:
+        supervisor = k.km.provisioner.pid
+        k.run("x = 1")
+        template = [p for p, c in children(supervisor).items() if c == "sandpit-tmpl"]
+        assert len(template) == 1
+        os.kill(template[0], signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT
+        while "sandpit-tmpl" in children(supervisor).values():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # the running worker is not the template's to lose
+        assert k.value("x") == "1"
+        crash(k)
+        assert k.run("print('served')") == "served\n"
+        assert list(children(supervisor).values()) == ["sandpit-worker"]
+    finally:
+        stop(k)
+    assert logged(log, r"the worker template was killed by signal 9; workers are started "
+                       r"without it from now on")
+    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 1
