@@ -296,8 +296,94 @@ def running_figures(kernel, client, counts):
     return r
 
 
+def jupyter_server_restarts(kernel, counts, timeout=120):
+    """Restarts through Jupyter Server's REST API, as a hosted notebook's restart
+    button makes them: a server on 127.0.0.1 with a token, the kernel made by
+    POST /api/kernels; each figure is the seconds from POST
+    /api/kernels/{id}/restart to the reply of a cell sent over a new WebSocket
+    (/api/kernels/{id}/channels)."""
+    import secrets
+    import socket
+    import urllib.error
+    import urllib.request
+    import websocket
+    token = secrets.token_hex(16)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = "http://127.0.0.1:%d/" % port
+    root = tempfile.mkdtemp(prefix="sandpit-bench-server-")
+    server = subprocess.Popen(
+        [PYTHON, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
+         "--ServerApp.port=%d" % port, "--ServerApp.port_retries=0",
+         "--ServerApp.token=" + token, "--ServerApp.open_browser=False",
+         "--ServerApp.root_dir=" + root]
+        + (["--ServerApp.allow_root=True"] if os.geteuid() == 0 else []),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def rest(method, path, body=None):
+        req = urllib.request.Request(url + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": "token " + token})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            text = r.read()
+            return json.loads(text) if text else None
+
+    def cell_reply(kid, code):
+        ws = websocket.create_connection("ws://127.0.0.1:%d/api/kernels/%s/channels?token=%s"
+                                         % (port, kid, token), timeout=timeout)
+        try:
+            msg_id = uuid.uuid4().hex
+            ws.send(json.dumps({
+                "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "bench",
+                           "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": code, "silent": False, "store_history": True,
+                            "user_expressions": {}, "allow_stdin": False}}))
+            while True:
+                raw = ws.recv()
+                m = json.loads(raw) if isinstance(raw, str) else {}
+                if m.get("channel") == "shell" and m["parent_header"].get("msg_id") == msg_id:
+                    if m["content"]["status"] != "ok":
+                        raise RuntimeError("%s: %r failed after a restart" % (kernel, code))
+                    return
+        finally:
+            ws.close()
+
+    times = []
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                rest("GET", "api/status")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("Jupyter Server did not start")
+                time.sleep(0.1)
+        kid = rest("POST", "api/kernels", {"name": "bench-" + kernel})["id"]
+        cell_reply(kid, "x = 1")
+        for _ in range(counts.restarts):
+            t0 = time.perf_counter()
+            rest("POST", "api/kernels/%s/restart" % kid, {})
+            cell_reply(kid, "x = 1")
+            times.append(time.perf_counter() - t0)
+        rest("DELETE", "api/kernels/" + kid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    return times
+
+
 def all_figures(kernel, spec, client, counts):
     r = running_figures(kernel, client, counts)
+    if kernel != "null":
+        r["restart_jupyter_server"] = jupyter_server_restarts(kernel, counts)
     r["ready"] = bench_client(client, "ready", "--spec", spec, "--runs", counts.starts)
     r["many"] = bench_client(client, "many", "--spec", spec, "--kernels", counts.many,
                              "--runs", counts.many_runs)
@@ -409,6 +495,8 @@ def rows_of(results):
                     target="(sandpit answers it before its worker runs)"))
     restart = {k: median(get(results, k, "restart_jupyter_client") or []) for k in KERNELS}
     speedup_row("restart, jupyter_client restart_kernel() to a cell's reply", restart, 8)
+    speedup_row("restart, Jupyter Server REST to a cell's reply",
+                {k: median(get(results, k, "restart_jupyter_server") or []) for k in KERNELS}, 8)
     for name, key in (("in-place worker restart (sandpit's clients) to a cell's reply",
                        "restart_in_place"),
                       ("crash recovery: os.abort() to the next cell's reply", "crash")):

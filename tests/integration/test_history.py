@@ -1,13 +1,16 @@
 """The history, which the supervisor keeps in an SQLite database of the user's:
 a kernel restarted through jupyter_client (a new process, as the spec has it)
 still has the earlier session's cells, for history_request and for %history in
-a cell; several kernels write to one database at once; a corrupt database
-leaves the history in memory and the log says so once; --history off keeps it
+a cell; several kernels write to one database at once; a corrupt database, or
+one another process holds locked, leaves the history in memory and the log
+says so once; --history off keeps it
 in memory, and by default it is in the Jupyter data folder. The worker's own
 queries are checked as a client's are."""
 
 import os
 import sqlite3
+
+import pytest
 
 from sandpit_testing import TIMEOUT, install_spec, start, stop
 
@@ -133,6 +136,69 @@ def test_a_corrupt_database_leaves_the_history_in_memory(jupyter_dir, tmp_path):
     assert "cannot use %s (file is not a database)" % db in said[0]
     assert "in memory" in said[0]
     assert db.read_bytes() == garbage  # left as it was
+
+
+@pytest.mark.parametrize("when", ["new file, before the start",
+                                  "an earlier kernel's database, before the start",
+                                  "after the first cell"])
+def test_a_locked_database_leaves_the_history_in_memory(jupyter_dir, tmp_path, when):
+    """Another process holds the database in an exclusive transaction (longer
+    than the kernel's busy timeout): the kernel keeps serving cells, keeps this
+    session's history in memory for history_request and %history, and says
+    so once in its log, however long the lock is held and after it is gone.
+    The unit test of history.c covers the module's fallback; this one covers
+    the kernel around it, from its start."""
+    db = tmp_path / "history.sqlite"
+    name = install_spec(jupyter_dir, "--history", str(db))
+    if when.startswith("an earlier"):
+        k = start(name, cwd=str(tmp_path))
+        try:
+            k.run("earlier = 1")
+        finally:
+            stop(k)
+    locker = sqlite3.connect(str(db), isolation_level=None)
+    log_path = tmp_path / "kernel.log"
+    try:
+        if when.endswith("before the start"):
+            locker.execute("BEGIN EXCLUSIVE")
+        with open(log_path, "wb") as log:
+            k = start(name, cwd=str(tmp_path), stderr=log)
+        try:
+            k.run("one = 1")
+            if when == "after the first cell":
+                locker.execute("BEGIN EXCLUSIVE")
+            k.run("two = 2")
+            assert k.run("print(one + two)") == "3\n"
+            cells = ["one = 1", "two = 2", "print(one + two)"]
+            assert [e[2] for e in history(k, hist_access_type="range", session=0)] == cells
+            locker.execute("ROLLBACK")
+            # The lock is gone; the history stays in memory, as the log said.
+            k.run("three = 3")
+            assert k.run("%history -l 2") == "print(one + two)\nthree = 3\n"
+            assert [e[2] for e in history(k, hist_access_type="tail", n=6)] == cells + [
+                "three = 3", "%history -l 2"]
+        finally:
+            stop(k)
+    finally:
+        if locker.in_transaction:
+            locker.execute("ROLLBACK")
+        locker.close()
+    said = log_lines(log_path, "history:")
+    assert len(said) == 1, said
+    assert "(database is locked)" in said[0] and str(db) in said[0], said[0]
+    assert "keeps its history in memory" in said[0], said[0]
+    con = sqlite3.connect(str(db))
+    try:
+        kept = []  # a new file that stayed locked has not even the tables
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'history'").fetchone():
+            kept = [r[0] for r in con.execute("SELECT source_raw FROM history "
+                                              "ORDER BY session, line")]
+    finally:
+        con.close()
+    # What reached the file before the lock, and nothing after it.
+    assert kept == {"new file, before the start": [],
+                    "an earlier kernel's database, before the start": ["earlier = 1"],
+                    "after the first cell": ["one = 1"]}[when]
 
 
 def test_the_default_database_and_history_off(jupyter_dir, tmp_path):

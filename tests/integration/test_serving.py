@@ -151,6 +151,47 @@ def test_restart_kernel_from_jupyter_client(fresh_kernel):
     assert k.run("print('after the restart')") == "after the restart\n"
 
 
+# jupyter_client's restart_kernel() asks the kernel to shut down, then waits half
+# of its shutdown_wait_time (5 s by default) for the process to exit before it
+# terminates it, and as long again before it kills it.
+RESTART_WAIT_S = 2.5
+
+
+def test_restart_kernel_ends_the_old_process_before_the_client_would(jupyter_dir, tmp_path):
+    """restart_kernel() through jupyter_client, to the reply of the next cell,
+    takes less than the 2.5 s the client waits for the old process before
+    terminating it, and the old process exited by itself: its exit status is 0,
+    and its log says it was asked to restart and stopped, with no signal ending
+    it. This is a bound against the client's kill timeout, not a measure of
+    speed: make bench gives the figures, beside ipykernel's."""
+    log_path = tmp_path / "kernel.log"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    log = open(log_path, "wb")  # open while the test runs: the new kernel writes to it too
+    k = start(install_spec(jupyter_dir, "--log-level", "info"), cwd=str(ws), stderr=log)
+    try:
+        assert k.run("print('before')") == "before\n"
+        old = k.km.provisioner.process
+        assert k.km.shutdown_wait_time / 2 == RESTART_WAIT_S
+        t0 = time.monotonic()
+        k.km.restart_kernel(now=False)
+        reply = k.shell_reply(k.kc.execute("x = 1"))
+        elapsed = time.monotonic() - t0
+        assert reply["content"]["status"] == "ok"
+        assert elapsed < RESTART_WAIT_S, "restart to a cell's reply took %.2f s" % elapsed
+        assert old.returncode == 0, "the old kernel's exit status: %r" % old.returncode
+        assert k.km.provisioner.process is not old
+    finally:
+        stop(k)
+        log.close()
+    texts = [text for proc, _, text in logged(log_path) if proc == "kernel"]
+    asked = texts.index("restart requested: exiting, for the client to start a new kernel")
+    ended = texts.index("kernel stopped", asked)
+    assert not [t for t in texts[asked:ended] if t.endswith(": shutting down")], texts
+    assert any(t.startswith("kernel ") and " listening on " in t for t in texts[ended:]), \
+        "no new kernel after the old one stopped: %r" % texts
+
+
 # --- the log ------------------------------------------------------------------------------
 
 # The worker template (which starts Python once and forks each worker) logs as
