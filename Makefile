@@ -62,7 +62,8 @@ BIN     := $(BUILD)/sandpit
 BENCH_BINS := $(BUILD)/bench-null-kernel $(BUILD)/bench-client
 BENCH_LIBS := $(shell pkg-config --libs libzmq jansson libcrypto 2>/dev/null)
 PROTOCOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC))
-CLIENT_OBJ := $(patsubst %,$(BUILD)/kernel/client/%.o,client launch connfile)
+CLIENT_OBJ := $(patsubst %,$(BUILD)/kernel/client/%.o,client launch connfile) \
+              $(BUILD)/kernel/monotime.o
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))

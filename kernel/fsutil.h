@@ -1,5 +1,6 @@
 /* fsutil: the file-system chores that several modules share: making a folder
- * with its parents (the worker's caches, a kernelspec, the font cache),
+ * with its parents (the worker's caches, a kernelspec, the font cache, the
+ * client commands' runtime folder and `sandpit run --outdir`),
  * removing a tree that the kernel made (its private temporary folder), and
  * finding the user's Jupyter data folder (kernelspecs, the history).
  * Paths are borrowed; nothing here keeps memory. */

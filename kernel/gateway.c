@@ -29,9 +29,8 @@
 #include <unistd.h>
 
 #include "kernel/client/connfile.h"
-#include "kernel/client/instance.h"
-#include "kernel/fsutil.h"
 #include "kernel/monotime.h"
+#include "kernel/supervisor/tmpdir.h"
 #include "protocol/errbuf.h"
 #include "protocol/seal.h"
 
@@ -69,7 +68,10 @@ void gateway_release(struct gateway *g)
         close(g->comm_fd);
     if (g->connection_file)
         unlink(g->connection_file);
+    if (g->private_dir)
+        rmdir(g->private_dir);
     free(g->connection_file);
+    free(g->private_dir);
     free(g->kernel_id);
     free(g->response_address);
     free(g->public_key);
@@ -323,21 +325,18 @@ static int pick_ports(struct gateway *g, char *err, size_t errlen)
 
 int gateway_prepare(struct gateway *g, char *err, size_t errlen)
 {
-    char dir[PATH_MAX], path[PATH_MAX];
-    int rc = instance_runtime_dir(dir, sizeof dir);
+    char path[PATH_MAX];
+    int rc = tmpdir_make_private("gateway", &g->private_dir);
     if (rc)
         return errbuf_set(rc, err, errlen,
-                          "cannot work out the Jupyter runtime folder (%s): set "
-                          "JUPYTER_RUNTIME_DIR or HOME",
+                          "cannot make a private folder for the connection file in "
+                          "TMPDIR or /tmp: %s",
                           strerror(-rc));
-    if ((rc = fsutil_mkdir_p(dir, 0700)))
-        return errbuf_set(rc, err, errlen,
-                          "cannot make the Jupyter runtime folder %s: %s", dir,
-                          strerror(-rc));
-    if (snprintf(path, sizeof path, "%s/sandpit-gateway-%s-%d.json", dir, g->kernel_id,
-                 (int)getpid()) >= (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s/kernel-%s.json", g->private_dir, g->kernel_id) >=
+        (int)sizeof path)
         return errbuf_set(-ENAMETOOLONG, err, errlen,
-                          "the Jupyter runtime folder's path is too long");
+                          "the connection file's path is too long (TMPDIR is %s)",
+                          g->private_dir);
     if ((rc = pick_ports(g, err, errlen)))
         return rc;
     if ((rc = connfile_write_ports(path, "0.0.0.0", g->ports, err, errlen)))

@@ -1,13 +1,14 @@
 /* gateway: `sandpit kernel` started by Jupyter Enterprise Gateway, as its own
  * kernel launcher (no Python launcher runs beside it). Before the supervisor
  * starts: the gateway's options, the five ports and the communication port
- * picked within the port range, a fresh key, the connection file in the
- * Jupyter runtime folder. Once the supervisor has bound the five ports:
+ * picked within the port range, a fresh key, the connection file in a
+ * private folder of the kernel's own (supervisor/tmpdir.h), which the worker
+ * is never given. Once the supervisor has bound the five ports:
  * gateway_report seals the connection info (protocol/seal.h) and sends it to
  * the gateway's response address; the supervisor's loop then serves the
  * communication port (supervisor/commport.h). The struct owns its strings, the
- * key, the listening socket until it is taken, and the connection file, which
- * gateway_release removes. */
+ * key, the listening socket until it is taken, and the connection file and its
+ * folder, which gateway_release removes. */
 #ifndef SANDPIT_GATEWAY_H
 #define SANDPIT_GATEWAY_H
 
@@ -29,7 +30,8 @@ struct gateway {
     char *port_range;       /* LOW..HIGH as given; NULL or 0..0: any port */
     int port_low, port_high;
     struct seal_key *key;
-    char *connection_file; /* written by gateway_prepare */
+    char *private_dir;     /* made by gateway_prepare: the connection file's folder */
+    char *connection_file; /* written by gateway_prepare, in private_dir */
     int ports[CONNECTION_NCHANNELS];
     int comm_fd; /* the communication port, listening; -1 once taken */
     int comm_port;
@@ -57,8 +59,10 @@ int gateway_check(struct gateway *g, char *err, size_t errlen);
 /* Picks six free ports in the range (five for the channels, held until the last
  * is found so that they differ, and the communication port, which is kept
  * bound and listening), and writes the connection file (tcp on 0.0.0.0, a
- * fresh key, hmac-sha256; mode 0600) in the Jupyter runtime folder, made 0700
- * if it is missing. 0, or -errno with a sentence in err. */
+ * fresh key, hmac-sha256; mode 0600) as kernel-<kernel id>.json in a folder of
+ * its own, TMPDIR/sandpit-<pid>-gateway-XXXXXX (mode 0700): not a folder the
+ * worker is given, and one that a later kernel removes if this one is killed
+ * before gateway_release does. 0, or -errno with a sentence in err. */
 int gateway_prepare(struct gateway *g, char *err, size_t errlen);
 
 /* Sends the connection file's contents with pid, pgid, comm_port and

@@ -89,6 +89,7 @@ static int kernel_main(int argc, char **argv)
             status = 1;
             goto out;
         }
+        log_info("the connection file is %s", gw.connection_file);
     }
     if (!o.sandbox)
         log_warn("the sandbox is off (--sandbox off): code runs with all the rights of "

@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
+#include "kernel/monotime.h"
 #include "protocol/errbuf.h"
 
 #define MAX_FRAMES      1024 /* frames in one message; more is dropped */
@@ -34,13 +34,6 @@
 #define READY_FIRST_S   0.05 /* the first resend: a subscription takes a moment */
 #define SEND_TIMEOUT_MS 10000
 #define CLOSE_LINGER_MS 100 /* what is still unsent at close may take this long */
-
-double client_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const int socket_types[CONNECTION_NCHANNELS] = {
     [CONNECTION_SHELL] = ZMQ_DEALER, [CONNECTION_IOPUB] = ZMQ_SUB,
@@ -240,7 +233,7 @@ static int recv_one(struct client *c, void *sock, struct msg **out)
 int client_recv(struct client *c, enum connection_channel ch, int timeout_ms,
                 struct msg **out)
 {
-    double deadline = timeout_ms < 0 ? 0 : client_now() + timeout_ms / 1000.0;
+    double deadline = timeout_ms < 0 ? 0 : monotime_now() + timeout_ms / 1000.0;
     *out = NULL;
     for (;;) {
         int rc = recv_one(c, c->sockets[ch], out);
@@ -250,7 +243,7 @@ int client_recv(struct client *c, enum connection_channel ch, int timeout_ms,
             continue;
         long wait = -1;
         if (timeout_ms >= 0) {
-            double left = deadline - client_now();
+            double left = deadline - monotime_now();
             if (left <= 0)
                 return -ETIMEDOUT;
             wait = (long)(left * 1000) + 1;
@@ -310,13 +303,13 @@ int client_wait(struct client *c, enum connection_channel ch, const char *id,
     if (!w)
         w = &none;
     *reply = NULL;
-    double start = client_now();
+    double start = monotime_now();
     struct heartbeat hb = {.next_at = start + HB_INTERVAL_S};
     bool idle = w->skip_idle;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
     int rc = 0;
     while (!*reply || !idle) {
-        double now = client_now();
+        double now = monotime_now();
         if (w->timeout_s > 0 && now - start >= w->timeout_s) {
             rc = -ETIMEDOUT;
             break;
@@ -341,7 +334,7 @@ int client_wait(struct client *c, enum connection_channel ch, const char *id,
             rc = -errno;
             break;
         }
-        now = client_now();
+        now = monotime_now();
         if (items[2].revents & ZMQ_POLLIN)
             heartbeat_read(c, &hb, now);
         struct msg *m;
@@ -401,7 +394,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         w = &none;
     if (info)
         *info = NULL;
-    double start = client_now();
+    double start = monotime_now();
     struct msg *reply = NULL;
     struct sent_ids sent = {0};
     bool iopub = false;
@@ -409,7 +402,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
     double interval = READY_FIRST_S;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
     while (!reply || !iopub) {
-        double now = client_now();
+        double now = monotime_now();
         if (w->timeout_s > 0 && now - start >= w->timeout_s) {
             rc = -ETIMEDOUT;
             break;
@@ -432,7 +425,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         interval = interval * 2 < READY_RESEND_S ? interval * 2 : READY_RESEND_S;
         /* Wait for an answer or the next resend, whichever first; the answer
          * to an earlier request of this call counts as well. */
-        while (!rc && (!reply || !iopub) && client_now() < resend) {
+        while (!rc && (!reply || !iopub) && monotime_now() < resend) {
             zmq_pollitem_t items[2 + MAX_WATCH];
             memset(items, 0, sizeof items);
             items[0] = (zmq_pollitem_t){.socket = c->sockets[CONNECTION_SHELL],
@@ -441,7 +434,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
                                         .events = ZMQ_POLLIN};
             for (size_t i = 0; i < nfds; i++)
                 items[2 + i] = (zmq_pollitem_t){.fd = w->fds[i], .events = ZMQ_POLLIN};
-            long wait = (long)((resend - client_now()) * 1000) + 1;
+            long wait = (long)((resend - monotime_now()) * 1000) + 1;
             if (zmq_poll(items, (int)(2 + nfds), wait) < 0 && errno != EINTR) {
                 rc = -errno;
                 break;
@@ -487,9 +480,9 @@ int client_heartbeat(struct client *c, int timeout_ms)
     if (zmq_send(s, "ping", 4, ZMQ_DONTWAIT) != 4)
         return -errno;
     zmq_pollitem_t item = {.socket = s, .events = ZMQ_POLLIN};
-    double deadline = client_now() + timeout_ms / 1000.0;
+    double deadline = monotime_now() + timeout_ms / 1000.0;
     for (;;) {
-        double left = deadline - client_now();
+        double left = deadline - monotime_now();
         if (left <= 0)
             return -ETIMEDOUT;
         if (zmq_poll(&item, 1, (long)(left * 1000) + 1) < 0 && errno != EINTR)

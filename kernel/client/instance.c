@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/fsutil.h"
 #include "protocol/errbuf.h"
 
 /* out = a followed by b; -ENAMETOOLONG when it does not fit. */
@@ -94,27 +95,9 @@ int instance_locate(struct instance *in, const char *workspace, char *err, size_
     return 0;
 }
 
-int instance_mkdirs(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, mode) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) != 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
 int instance_make_dir(const struct instance *in)
 {
-    return instance_mkdirs(in->dir, 0700);
+    return fsutil_mkdir_p(in->dir, 0700);
 }
 
 int instance_lock(const struct instance *in)

@@ -41,10 +41,6 @@ int instance_locate(struct instance *in, const char *workspace, char *err, size_
 /* Makes the runtime folder (mode 0700) if it is missing. 0 or -errno. */
 int instance_make_dir(const struct instance *in);
 
-/* Makes path and the folders above it that are missing, with mode (mkdir -p).
- * 0 or -errno (-ENAMETOOLONG for a path longer than PATH_MAX). */
-int instance_mkdirs(const char *path, mode_t mode);
-
 /* Takes an exclusive lock for the workspace's files (waits for another
  * start, stop or restart to finish). Returns the descriptor to close to let
  * go, or -errno. */

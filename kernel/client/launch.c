@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel/monotime.h"
 #include "protocol/errbuf.h"
 
 #define EXIT_GRACE_S 5.0 /* a kernel's time to exit on request, as jupyter_client's */
@@ -266,9 +267,9 @@ bool launch_exited(struct launched *k)
 /* Waits up to timeout_s for the kernel to exit. True once it has. */
 static bool wait_exit(struct launched *k, double timeout_s)
 {
-    double deadline = client_now() + timeout_s;
+    double deadline = monotime_now() + timeout_s;
     while (!launch_exited(k)) {
-        double left = deadline - client_now();
+        double left = deadline - monotime_now();
         if (left <= 0)
             return false;
         if (k->pidfd >= 0) {
@@ -294,7 +295,7 @@ int launch_wait_ready(struct launched *k, struct client *c, double timeout_s,
 {
     if (info)
         *info = NULL;
-    double start = client_now();
+    double start = monotime_now();
     struct client_wait w = {.fds = &k->pidfd,
                             .nfds = k->pidfd >= 0,
                             .on_fd = on_exit_fd,
@@ -308,7 +309,7 @@ int launch_wait_ready(struct launched *k, struct client *c, double timeout_s,
                                     "silent", 1, "store_history", 0, "user_expressions",
                                     "allow_stdin", 0, "stop_on_error", 0);
         char id[CLIENT_ID_LEN];
-        w.timeout_s = timeout_s - (client_now() - start);
+        w.timeout_s = timeout_s - (monotime_now() - start);
         if (w.timeout_s <= 0)
             rc = -ETIMEDOUT;
         else if (!(rc = client_send(c, CONNECTION_SHELL, "execute_request", &content,

@@ -28,6 +28,7 @@
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/outcome.h"
+#include "kernel/fsutil.h"
 
 #define READY_TIMEOUT_S   30.0
 #define RESTART_TIMEOUT_S 60.0
@@ -219,7 +220,7 @@ static int save_image(void *arg, int execution_count, int index, const char *mim
     struct run *r = arg;
     int rc;
     if (!r->outdir_made) {
-        if ((rc = instance_mkdirs(r->outdir, 0755))) {
+        if ((rc = fsutil_mkdir_p(r->outdir, 0755))) {
             fprintf(stderr, "sandpit run: cannot make %s: %s\n", r->outdir,
                     strerror(-rc));
             return rc;

@@ -1,8 +1,9 @@
-/* tmpdir: make the private temporary folder, and reap stale ones.
+/* tmpdir: make the kernel's private folders, and reap stale ones.
  *
- * A kernel killed outright (SIGKILL, a crash) cannot remove its own folder.
- * The folder's name holds the pid of the kernel that made it, so the next
- * kernel removes those of this user whose process is gone. A pid that is
+ * A kernel killed outright (SIGKILL, a crash) cannot remove its own folders.
+ * A folder's name holds the pid of the kernel that made it, so the next
+ * kernel removes those of this user whose process is gone: temporary folders,
+ * and the supervisor's own (a connection file with its key). A pid that is
  * alive, or that cannot be checked, keeps its folder: a folder is never taken
  * from a running kernel. */
 #include "kernel/supervisor/tmpdir.h"
@@ -46,22 +47,47 @@ static void remove_stale(const char *base)
     closedir(d);
 }
 
-int tmpdir_make(char **out)
+/* mkdtemp of TMPDIR/sandpit-<pid>-<infix>XXXXXX, else of /tmp's; *base is the
+ * folder it was made in (borrowed: TMPDIR's value or a literal). */
+static int make_named(const char *infix, const char **base, char **out)
 {
     *out = NULL;
     const char *env = getenv("TMPDIR");
-    const char *base = env && *env == '/' ? env : "/tmp";
+    *base = env && *env == '/' ? env : "/tmp";
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/sandpit-%d-XXXXXX", base, (int)getpid());
-    if (!mkdtemp(path)) {
-        base = "/tmp";
-        snprintf(path, sizeof path, "%s/sandpit-%d-XXXXXX", base, (int)getpid());
+    if (snprintf(path, sizeof path, "%s/sandpit-%d-%sXXXXXX", *base, (int)getpid(),
+                 infix) >= (int)sizeof path ||
+        !mkdtemp(path)) {
+        *base = "/tmp";
+        snprintf(path, sizeof path, "%s/sandpit-%d-%sXXXXXX", *base, (int)getpid(),
+                 infix);
         if (!mkdtemp(path))
             return -errno;
     }
-    remove_stale(base);
     *out = strdup(path);
     return *out ? 0 : -ENOMEM;
+}
+
+int tmpdir_make(char **out)
+{
+    const char *base;
+    int rc = make_named("", &base, out);
+    if (!rc)
+        remove_stale(base);
+    return rc;
+}
+
+int tmpdir_make_private(const char *what, char **out)
+{
+    char infix[32];
+    size_t n = strlen(what);
+    if (!n || n > sizeof infix - 2 || strspn(what, "abcdefghijklmnopqrstuvwxyz") != n) {
+        *out = NULL;
+        return -EINVAL;
+    }
+    snprintf(infix, sizeof infix, "%s-", what);
+    const char *base;
+    return make_named(infix, &base, out);
 }
 
 void tmpdir_remove(const char *path)

@@ -39,6 +39,7 @@
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
 #include "kernel/client/launch.h"
+#include "kernel/monotime.h"
 
 #define TIMEOUT_S    120.0
 #define RECONNECT_MS 2
@@ -221,7 +222,7 @@ static void on_iopub(void *arg, const struct msg *m)
         s->stream_bytes += text ? strlen(text) : 0;
         if (text && s->interrupt_on && !s->interrupted_at &&
             strstr(text, s->interrupt_on)) {
-            s->interrupted_at = client_now();
+            s->interrupted_at = monotime_now();
             if (client_send(s->c, CONNECTION_CONTROL, "interrupt_request", NULL, NULL,
                             NULL))
                 fail("cannot send interrupt_request");
@@ -265,10 +266,10 @@ static double cell(struct client *c, const char *code, struct seen *seen, bool w
                             .timeout_s = TIMEOUT_S,
                             .no_heartbeat = true};
     struct msg *reply = NULL;
-    double t0 = client_now();
+    double t0 = monotime_now();
     if (send_cell(c, code, id) || client_wait(c, CONNECTION_SHELL, id, &w, &reply))
         fail("no answer to the cell %s", code);
-    double t = client_now() - t0;
+    double t = monotime_now() - t0;
     if (want_ok && strcmp(reply_status(reply), "ok") != 0) {
         const char *ev = json_string_value(json_object_get(reply->content, "evalue"));
         fprintf(stderr, "bench-client: %s\n", ev ? ev : "");
@@ -419,7 +420,7 @@ static void start_kernel(struct started *s, const char *spec)
     snprintf(log, sizeof log, "%s/kernel.log", s->dir);
     launch_init(&s->k);
     s->info_at = s->exec_at = 0;
-    s->t0 = client_now();
+    s->t0 = monotime_now();
     if (launch_start(&s->k, &argv, true, log, err, sizeof err))
         fail("%s", err);
     if (client_send(&s->c, CONNECTION_SHELL, "kernel_info_request", NULL, NULL,
@@ -435,7 +436,7 @@ static bool take_replies(struct started *s)
     while (client_recv(&s->c, CONNECTION_SHELL, 0, &m) == 0) {
         const char *parent =
             json_string_value(json_object_get(m->parent_header, "msg_id"));
-        double now = client_now();
+        double now = monotime_now();
         if (parent && strcmp(parent, s->info_id) == 0)
             s->info_at = now;
         if (parent && strcmp(parent, s->exec_id) == 0) {
@@ -451,7 +452,7 @@ static bool take_replies(struct started *s)
 /* Waits until every kernel has answered its cell. */
 static void wait_started(struct started *ks, int n)
 {
-    double deadline = client_now() + TIMEOUT_S;
+    double deadline = monotime_now() + TIMEOUT_S;
     for (;;) {
         zmq_pollitem_t items[MAX_KERNELS];
         int waiting = 0;
@@ -466,7 +467,7 @@ static void wait_started(struct started *ks, int n)
                 char *tail = launch_log_tail(ks[i].k.log_path, 2000);
                 fail("the kernel exited while starting:\n%s", tail ? tail : "");
             }
-        if (client_now() > deadline)
+        if (monotime_now() > deadline)
             fail("a kernel did not answer");
         zmq_poll(items, waiting, 100);
     }
@@ -564,7 +565,7 @@ static json_t *cmd_interrupt(const struct args *a)
         struct msg *reply;
         cell(&c, "print('spinning', flush=True)\nwhile True:\n    pass", &s, false,
              &reply);
-        double done = client_now();
+        double done = monotime_now();
         const char *ename = json_string_value(json_object_get(reply->content, "ename"));
         if (!s.interrupted_at || !ename || strcmp(ename, "KeyboardInterrupt") != 0)
             fail("the cell did not end with KeyboardInterrupt: status %s, ename %s%s",
@@ -591,11 +592,11 @@ static json_t *cmd_restart(const struct args *a)
         fail("cannot watch the kernel's process");
     json_t *times = json_array();
     for (int r = 0; r < a->runs; r++) {
-        double t0 = client_now();
+        double t0 = monotime_now();
         if (launch_restart(&k, &c, TIMEOUT_S, err, sizeof err) != 0)
             fail("%s", err);
         cell(&c, "x = 1", NULL, true, NULL);
-        json_array_append_new(times, json_real(client_now() - t0));
+        json_array_append_new(times, json_real(monotime_now() - t0));
     }
     launch_release(&k);
     client_close(&c);
@@ -609,15 +610,15 @@ static json_t *cmd_crash(const struct args *a)
     json_t *times = json_array(), *noticed = json_array();
     for (int r = 0; r < a->runs; r++) {
         struct msg *reply;
-        double t0 = client_now();
+        double t0 = monotime_now();
         cell(&c, "import os; os.abort()", NULL, false, &reply);
-        double t1 = client_now();
+        double t1 = monotime_now();
         if (strcmp(reply_status(reply), "error") != 0)
             fail("the crash was not reported as an error");
         msg_free(reply);
         cell(&c, "x = 1", NULL, true, NULL);
         json_array_append_new(noticed, json_real(t1 - t0));
-        json_array_append_new(times, json_real(client_now() - t0));
+        json_array_append_new(times, json_real(monotime_now() - t0));
     }
     client_close(&c);
     return json_pack("{s:o, s:o}", "times", times, "reported", noticed);

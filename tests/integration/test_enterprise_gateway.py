@@ -24,6 +24,7 @@ written here from its sources, file by file):
 """
 
 import base64
+import glob
 import json
 import os
 import random
@@ -215,6 +216,7 @@ def remote(jupyter_dir, tmp_path_factory):
     r.kc = None
     try:
         r.info = gw.receive(r.proc)
+        r.folder, r.connection_file = connection_file_of(r)
         r.kc = connect(r.info)
         r.kernel = Kernel(None, r.kc)
         yield r
@@ -230,6 +232,18 @@ def log_of(r):
         return f.read()
 
 
+def connection_file_of(r):
+    """The folder of the kernel's own that holds its connection file, and the
+    file: TMPDIR/sandpit-<pid>-gateway-XXXXXX/kernel-<kernel id>.json."""
+    tmp = os.environ.get("TMPDIR", "")
+    folders = glob.glob(os.path.join(tmp if tmp.startswith("/") else "/tmp",
+                                     "sandpit-%d-gateway-*" % r.proc.pid))
+    assert len(folders) == 1, folders
+    path = os.path.join(folders[0], "kernel-%s.json" % r.kernel_id)
+    assert "the connection file is %s" % path in log_of(r)
+    return folders[0], path
+
+
 def test_the_report_is_what_the_gateway_reads(remote):
     info, (low, high) = remote.info, remote.range
     assert info["kernel_id"] == remote.kernel_id
@@ -240,22 +254,39 @@ def test_the_report_is_what_the_gateway_reads(remote):
     ports = [info[n + "_port"] for n in ("shell", "iopub", "stdin", "control", "hb", "comm")]
     assert len(set(ports)) == 6
     assert all(low <= p <= high for p in ports), (ports, low, high)
-    # The connection file is in the runtime folder, for the owner only.
-    path = os.path.join(os.environ["JUPYTER_RUNTIME_DIR"],
-                        "sandpit-gateway-%s-%d.json" % (remote.kernel_id, remote.proc.pid))
+    # The connection file is in a folder of the kernel's own, both for the owner
+    # only, and not in the shared runtime folder.
+    folder, path = remote.folder, remote.connection_file
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert os.stat(folder).st_uid == os.stat(path).st_uid == os.getuid()
+    assert os.listdir(folder) == [os.path.basename(path)]
     with open(path) as f:
         assert json.load(f)["key"] == info["key"]
+    runtime = os.environ["JUPYTER_RUNTIME_DIR"]
+    assert not glob.glob(os.path.join(runtime, "*%s*" % remote.kernel_id))
 
 
 def test_cells_run_and_cannot_read_the_connection_file(remote):
+    """The worker is not given the connection file's folder: a cell can neither
+    read the file nor remove, replace or add to it; its own temporary folder
+    is another."""
     k = remote.kernel
     assert k.run("x = 6 * 7\nprint(x)") == "42\n"
-    path = os.path.join(os.environ["JUPYTER_RUNTIME_DIR"],
-                        "sandpit-gateway-%s-%d.json" % (remote.kernel_id, remote.proc.pid))
-    reply, _ = k.execute("open(%r).read()" % path)
-    assert reply["content"]["status"] == "error"
-    assert reply["content"]["ename"] in ("FileNotFoundError", "PermissionError")
+    folder, path = remote.folder, remote.connection_file
+    for code in ("open(%r).read()" % path, "open(%r, 'rb').read(1)" % path,
+                 "import os\nos.unlink(%r)" % path,
+                 "open(%r, 'w').write('{}')" % path,
+                 "open(%r, 'w').write('x')" % os.path.join(folder, "planted.json")):
+        reply, _ = k.execute(code)
+        assert reply["content"]["status"] == "error", code
+        assert reply["content"]["ename"] in ("FileNotFoundError", "PermissionError",
+                                             "OSError"), (code, reply["content"])
+    with open(path) as f:
+        assert json.load(f)["key"] == remote.info["key"], "the file is as it was"
+    assert os.listdir(folder) == [os.path.basename(path)]
+    tmp = k.run("import tempfile\nprint(tempfile.gettempdir())").strip()
+    assert os.path.realpath(tmp) != os.path.realpath(folder)
 
 
 def test_a_poll_changes_nothing(remote):
@@ -298,37 +329,37 @@ def test_garbage_on_the_port_does_not_disturb_the_kernel(remote):
 
 def test_shutdown_ends_the_kernel(remote):
     port = remote.info["comm_port"]
-    path = os.path.join(os.environ["JUPYTER_RUNTIME_DIR"],
-                        "sandpit-gateway-%s-%d.json" % (remote.kernel_id, remote.proc.pid))
     send_listener_request(port, {"shutdown": 1}, shutdown_socket=True)
     wait_gone(remote.proc.pid)
     with pytest.raises(ConnectionRefusedError):
         send_listener_request(port, {"signum": 0})
-    assert not os.path.exists(path)
+    assert not os.path.exists(remote.connection_file)
+    assert not os.path.exists(remote.folder), "the folder goes with its file"
     log = log_of(remote)
     assert "the gateway asked the kernel to shut down" in log
     assert "kernel stopped" in log
 
 
-def run_failing(args, timeout=LIMIT):
+def run_failing(args, timeout=LIMIT, env=None):
     p = subprocess.run([SANDPIT, "kernel", *args], capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=env)
     return p.returncode, p.stderr
 
 
-def test_an_unreachable_response_address_is_a_clear_error(jupyter_dir):
+def test_an_unreachable_response_address_is_a_clear_error(jupyter_dir, tmp_path):
     gw = Gateway()
     gw.close()  # nothing listens there now
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     rc, err = run_failing(["--RemoteProcessProxy.kernel-id", "k-1",
                            "--RemoteProcessProxy.response-address", gw.response_address,
                            "--RemoteProcessProxy.public-key", gw.public_key,
-                           "--RemoteProcessProxy.spark-context-initialization-mode", "none"])
+                           "--RemoteProcessProxy.spark-context-initialization-mode", "none"],
+                          env=dict(os.environ, TMPDIR=str(tmp)))
     assert rc != 0
     assert "cannot reach the gateway's response address %s" % gw.response_address in err
     assert "Connection refused" in err
-    leftover = [f for f in os.listdir(os.environ["JUPYTER_RUNTIME_DIR"])
-                if f.startswith("sandpit-gateway-k-1-")]
-    assert leftover == []
+    assert os.listdir(tmp) == [], "the connection file and its folder are removed"
 
 
 @pytest.mark.parametrize("key, why", [

@@ -195,3 +195,121 @@ def test_restart_starts_again_a_kernel_that_exits(ws):
         if first.poll() is None:
             first.kill()
             first.wait()
+
+
+def test_run_reaches_a_kernel_by_its_connection_file_from_another_folder(jupyter_dir,
+                                                                         tmp_path):
+    """`run --connection-file F` joins a kernel that jupyter_client started (its
+    workspace elsewhere): the cell runs in that kernel, with its variables and
+    its folder, and the folder run is called from needs no kernel of its own.
+    Once that kernel is gone, run could not run the cell: status 2."""
+    from sandpit_testing import start, stop
+    kernel_ws, elsewhere = tmp_path / "kernel-ws", tmp_path / "elsewhere"
+    kernel_ws.mkdir()
+    elsewhere.mkdir()
+    k = start("sandpit", cwd=str(kernel_ws))
+    try:
+        k.run("shared = 'set by jupyter_client'")
+        conn = k.km.connection_file
+        out, rc = run_json(elsewhere, "--connection-file", conn,
+                           "import os\nprint(os.getcwd())\nshared")
+        assert rc == 0 and out["status"] == "ok", out
+        assert out["result"] == "'set by jupyter_client'"
+        assert out["stdout"] == str(kernel_ws.resolve()) + "\n", "the kernel's own folder"
+        assert not os.path.exists(runtime_files(elsewhere)[1]), \
+            "no state file: the kernel is not the folder's"
+        # its error is a failure of the cell, as with the workspace's kernel
+        out, rc = run_json(elsewhere, "--connection-file", conn, "missing_name")
+        assert rc == 1 and out["error"]["ename"] == "NameError"
+        assert k.value("shared") == "'set by jupyter_client'", "the kernel lives on"
+    finally:
+        stop(k)
+    p = sandpit("run", "--connection-file", conn, "1", cwd=elsewhere, check=2)
+    assert "cannot open connection file %s" % conn in p.stderr, p.stderr
+
+
+def test_outdir_is_where_the_charts_go(ws, tmp_path):
+    """`--outdir D` (made with its parents, relative to where run is called)
+    holds the chart's PNG, and `files` lists it there by its real path."""
+    sandpit("start", cwd=ws, check=0)
+    chart = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
+    out, rc = run_json(ws, "--outdir", "charts/today", chart)
+    assert rc == 0 and len(out["files"]) == 1, out
+    n = out["execution_count"]
+    png = ws / "charts" / "today" / ("cell-%d-1.png" % n)
+    assert out["files"] == [str(png.resolve())]
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert not (ws / "outputs").exists(), "the default folder is not used"
+
+    beside = tmp_path / "beside"  # outside the workspace: the client writes it, not the cell
+    out, rc = run_json(ws, "--outdir", str(beside), chart)
+    assert rc == 0 and out["files"] == [str(beside.resolve() / ("cell-%d-1.png"
+                                                                 % out["execution_count"]))]
+    assert os.path.getsize(out["files"][0]) > 100
+
+
+READ_OR_WRITE = r"""
+import errno
+def attempt(what, path):
+    try:
+        if what == "read":
+            with open(path) as f:
+                return f.read()
+        with open(path, "w") as f:
+            f.write("x")
+        return "written"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+"""
+
+
+def layer_active(ws, name):
+    layers = json.loads(sandpit("status", "--json", cwd=ws, check=0).stdout)["layers"]
+    return [x for x in layers if x["name"] == name][0]["state"] == "active"
+
+
+def test_start_read_gives_a_folder_to_read_and_never_write(ws, tmp_path):
+    """`start --read DIR` (relative to where start is called): a cell run with
+    `sandpit run` reads a file in DIR and cannot write there, while a folder
+    beside it that was not given stays unreadable."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "table.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "notes.txt").write_text("not yours")
+    sandpit("start", "--read", "../data", cwd=ws, check=0)
+    status = json.loads(sandpit("status", "--json", cwd=ws, check=0).stdout)
+    assert status["live"] is True
+    run_json(ws, READ_OR_WRITE, check=0)
+
+    def attempt(what, path):
+        out, rc = run_json(ws, "attempt(%r, %r)" % (what, str(path)), check=0)
+        return eval(out["result"])
+
+    assert attempt("read", tmp_path / "data" / "table.csv") == "a,b\n1,2\n"
+    if layer_active(ws, "landlock") or layer_active(ws, "mount-namespace"):
+        assert attempt("write", tmp_path / "data" / "table.csv") in ("EACCES", "EROFS")
+        assert attempt("write", tmp_path / "data" / "new.csv") in ("EACCES", "EROFS")
+        assert (tmp_path / "data" / "table.csv").read_text() == "a,b\n1,2\n"
+        assert not (tmp_path / "data" / "new.csv").exists()
+    if layer_active(ws, "landlock"):
+        assert attempt("read", tmp_path / "private" / "notes.txt") == "EACCES", \
+            "only the folder given to --read is readable"
+
+
+def test_start_venv_makes_its_packages_importable(ws, tmp_path):
+    """`start --venv DIR`: a cell run with `sandpit run` imports the
+    environment's packages, and cannot change them."""
+    import sysconfig
+    import venv
+    env_dir = tmp_path / "env"
+    venv.EnvBuilder(with_pip=False).create(str(env_dir))
+    site = env_dir / "lib" / ("python" + sysconfig.get_python_version()) / "site-packages"
+    (site / "envpkg.py").write_text("WHERE = 'the venv'\n")
+    sandpit("start", "--venv", str(env_dir), cwd=ws, check=0)
+    out, rc = run_json(ws, "import envpkg\nenvpkg.WHERE")
+    assert rc == 0 and out["result"] == "'the venv'", out
+    run_json(ws, READ_OR_WRITE, check=0)
+    if layer_active(ws, "landlock") or layer_active(ws, "mount-namespace"):
+        out, _ = run_json(ws, "attempt('write', %r)" % str(site / "envpkg.py"), check=0)
+        assert eval(out["result"]) in ("EACCES", "EROFS")
+        assert (site / "envpkg.py").read_text() == "WHERE = 'the venv'\n"

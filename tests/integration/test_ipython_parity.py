@@ -258,6 +258,11 @@ def test_prun(k, tmp_path):
     assert k.value("'function calls' in open('prun.txt').read()") == "True"
     assert k.value("type(get_ipython().run_line_magic('prun', '-q -r len([])')).__name__") \
         == "'Stats'"
+    # top-level await is profiled on the shell's loop, as the cell would run it
+    out = k.run("%%prun -s cumulative\nimport asyncio\nawait asyncio.sleep(0)\nslept = 1")
+    assert "tasks.py" in out and "(sleep)" in out, out
+    assert "execution.py" not in out, out
+    assert k.value("slept") == "1"
 
 
 def test_save_writes_cells_to_the_workspace(k):

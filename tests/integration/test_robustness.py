@@ -13,22 +13,12 @@ from jupyter_client.session import Session
 from sandpit_testing import install_spec, raw_socket, start, stop, stdout_of
 
 
-def wait_busy(k, msg_id, timeout=10):
-    """Waits for the request's execute_input: from then on its code is running."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        m = k.next_iopub(msg_id, timeout)
-        if m["msg_type"] == "execute_input":
-            return
-    raise AssertionError("the cell never started")
-
-
 def test_interrupt_keeps_globals(fresh_kernel):
     k = fresh_kernel
     k.run("x = 5")
-    msg_id = k.kc.execute("while True:\n    pass")
-    wait_busy(k, msg_id)
-    time.sleep(0.3)
+    # Interrupted once it says it is in its loop, however long it took to get there.
+    msg_id = k.kc.execute("print('looping', flush=True)\nwhile True:\n    pass")
+    k.wait_for_line(msg_id, "looping")
     k.km.interrupt_kernel()
     reply = k.shell_reply(msg_id, timeout=10)
     assert reply["content"]["status"] == "error"
@@ -46,9 +36,9 @@ def test_interrupt_sleep_and_signal_mode(jupyter_dir, tmp_path):
         assert k.km.kernel_spec.interrupt_mode == "signal"
         k.run("y = 'still here'")
         for _ in range(2):
-            msg_id = k.kc.execute("import time\ntime.sleep(30)")
-            wait_busy(k, msg_id)
-            time.sleep(0.2)
+            msg_id = k.kc.execute("import time\nprint('sleeping', flush=True)\n"
+                                  "time.sleep(30)")
+            k.wait_for_line(msg_id, "sleeping")
             k.km.interrupt_kernel()
             reply = k.shell_reply(msg_id, timeout=10)
             assert reply["content"]["ename"] == "KeyboardInterrupt"

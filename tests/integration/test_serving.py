@@ -132,18 +132,29 @@ def test_a_subscriber_that_never_reads_holds_up_no_one(fresh_kernel):
         stuck.close()
 
 
-def test_restart_kernel_from_jupyter_client(fresh_kernel):
-    """jupyter_client's restart_kernel(): whether the kernel restarts in place or
-    its process ends and another starts, the client sees a fresh interpreter in a
-    new worker process, and the execution count starts again at 1."""
+def test_restart_kernel_from_jupyter_client(fresh_kernel, monkeypatch):
+    """jupyter_client's restart_kernel(): as the spec has it, the kernel's process
+    ends on its own and another starts, so the client sees a new supervisor
+    process, a fresh interpreter in a new worker process, and the execution
+    count starting again at 1."""
     k = fresh_kernel
     k.run("before = 1")
     assert k.execute("2")[0]["content"]["execution_count"] >= 2
     worker = k.value("__import__('os').getpid()")
+    old, signalled = k.km.provisioner, []
+    for name in ("terminate", "kill"):  # what jupyter_client does to one that lingers
+        async def record(restart=False, _name=name, _real=getattr(old, name)):
+            signalled.append(_name)
+            return await _real(restart=restart)
+        monkeypatch.setattr(old, name, record)
+    old_process = old.process  # the provisioner stays; its process is replaced
     k.km.restart_kernel(now=False)
     k.kc.wait_for_ready(timeout=TIMEOUT)
     k.drain_iopub()
     assert k.km.is_alive()
+    assert k.km.provisioner.pid != old_process.pid, "a new process for the kernel"
+    assert signalled == [], "the old process exited by itself, unasked"
+    assert old_process.poll() == 0
     reply, _ = k.execute("before")
     assert reply["content"]["ename"] == "NameError"
     assert reply["content"]["execution_count"] == 1

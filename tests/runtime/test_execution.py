@@ -99,3 +99,19 @@ def test_two_shells_await_at_the_same_time():
         thread.join(WAIT)
     assert ns["awaited"] is True and errors == []
     assert execution.event_loop() is execution.event_loop()
+
+
+@pytest.mark.parametrize("code", ["total = sum(range(10))",
+                                  "import asyncio\nawait asyncio.sleep(0)\ntotal = 45"])
+def test_a_profiler_sees_the_users_code_alone(code):
+    """run() with a profiler (%prun) runs plain and awaiting code alike, and
+    the profile holds the cell's frames, not run()'s own."""
+    import cProfile
+    import pstats
+    ns = {}
+    profiler = cProfile.Profile()
+    execution.run(execution.compile_statements(execution.parse(code, "<p>").body, "<p>"),
+                  ns, profiler)
+    files = {f for f, _, _ in pstats.Stats(profiler).stats}
+    assert ns["total"] == 45 and "<p>" in files
+    assert not any(f.endswith("execution.py") for f in files), files

@@ -638,9 +638,10 @@ print(json.dumps(held))
 
 
 def test_the_workers_descriptors(jupyter_dir, tmp_path):
-    """The worker is started with nothing but its link (kernel/child.c: fd 0 is
-    /dev/null, 1 and 2 the log pipe until the pump takes them, 3 the link, the
-    rest closed) and opens only what kernel/worker.c and kernel/pump.c say: a
+    """The worker is started with nothing but its link
+    (kernel/supervisor/child.c: fds 0 and 1 are /dev/null, 2 the log pipe,
+    until the pump takes 1 and 2; 3 the link; the rest closed) and opens only
+    what kernel/worker/worker.c and kernel/worker/pump.c say: a
     copy of the log pipe for its own log, two pipes that become fds 1 and 2 (it
     keeps their read ends), an eventfd that wakes the pump, and the epoll set
     and eventfd of the reader thread (kernel/worker/uplink.c). Asserted exactly,

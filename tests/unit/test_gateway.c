@@ -324,15 +324,14 @@ static void test_check_names_what_is_missing_or_wrong(void)
 
 /* --- the ports, the file and the report ------------------------------------------ */
 
-static char runtime[] = "/tmp/sandpit-test-gateway-XXXXXX";
+static char tmp[] = "/tmp/sandpit-test-gateway-XXXXXX";
 
-static void use_runtime_dir(void)
+/* A TMPDIR of the test's own, where the connection file's folder is made. */
+static void use_tmpdir(void)
 {
-    REQUIRE(mkdtemp(runtime) != NULL);
-    testing_remove_after(runtime);
-    char dir[sizeof runtime + 16];
-    snprintf(dir, sizeof dir, "%s/runtime", runtime);
-    setenv("JUPYTER_RUNTIME_DIR", dir, 1);
+    REQUIRE(mkdtemp(tmp) != NULL);
+    testing_remove_after(tmp);
+    setenv("TMPDIR", tmp, 1);
 }
 
 /* A gateway ready to prepare: a fresh key pair (the private half in *priv). */
@@ -355,7 +354,7 @@ static void make_gateway(struct gateway *g, EVP_PKEY **priv, const char *address
 
 static void test_ports_are_picked_in_the_range_and_the_file_is_private(void)
 {
-    use_runtime_dir();
+    use_tmpdir();
     /* A range of 40 ports somewhere high, chosen by where a free port is now. */
     int probe = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -391,13 +390,19 @@ static void test_ports_are_picked_in_the_range_and_the_file_is_private(void)
     CHECK(connect(c, (struct sockaddr *)&to, sizeof to) == 0);
     close(c);
 
+    /* TMPDIR/sandpit-<pid>-gateway-XXXXXX/kernel-<id>.json: a folder of its own,
+     * named for the pid so that a later kernel reaps it if this one is killed. */
     struct stat st;
     REQUIRE(stat(g.connection_file, &st) == 0);
     CHECK_INT(st.st_mode & 0777, 0600);
-    CHECK(strncmp(g.connection_file, getenv("JUPYTER_RUNTIME_DIR"),
-                  strlen(getenv("JUPYTER_RUNTIME_DIR"))) == 0);
+    char prefix[PATH_MAX], expected[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%s/sandpit-%d-gateway-", tmp, (int)getpid());
+    CHECK(strncmp(g.private_dir, prefix, strlen(prefix)) == 0);
+    CHECK_INT(strlen(g.private_dir), strlen(prefix) + 6);
+    snprintf(expected, sizeof expected, "%s/kernel-0b5e6f3c-kernel.json", g.private_dir);
+    CHECK_STR(g.connection_file, expected);
     struct stat dst;
-    REQUIRE(stat(getenv("JUPYTER_RUNTIME_DIR"), &dst) == 0);
+    REQUIRE(stat(g.private_dir, &dst) == 0);
     CHECK_INT(dst.st_mode & 0777, 0700);
     json_error_t je;
     json_t *file = json_load_file(g.connection_file, 0, &je);
@@ -408,10 +413,12 @@ static void test_ports_are_picked_in_the_range_and_the_file_is_private(void)
     CHECK(json_string_length(json_object_get(file, "key")) >= 32);
     json_decref(file);
 
-    char *path = strdup(g.connection_file);
+    char *path = strdup(g.connection_file), *dir = strdup(g.private_dir);
     gateway_release(&g);
-    CHECK(access(path, F_OK) != 0); /* removed with the gateway */
+    CHECK(access(path, F_OK) != 0); /* removed with the gateway, */
+    CHECK(access(dir, F_OK) != 0);  /* and so is its folder */
     free(path);
+    free(dir);
     EVP_PKEY_free(priv);
 }
 
@@ -430,7 +437,7 @@ static int listen_local(int *port)
 
 static void test_the_report_reaches_the_response_address(void)
 {
-    use_runtime_dir();
+    use_tmpdir();
     int port, srv = listen_local(&port);
     char address[32];
     snprintf(address, sizeof address, "127.0.0.1:%d", port);
@@ -480,7 +487,7 @@ static void test_the_report_reaches_the_response_address(void)
 
 static void test_an_unreachable_response_address_is_an_error(void)
 {
-    use_runtime_dir();
+    use_tmpdir();
     int port, srv = listen_local(&port);
     close(srv); /* nobody listens there now */
     char address[32];

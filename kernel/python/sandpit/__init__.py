@@ -1,7 +1,7 @@
 """sandpit: the Python side of the sandpit kernel's worker.
 
 This package is compiled into the sandpit binary (kernel/embed.py) and
-imported by the worker before any cell runs: kernel/pyrt.c imports
+imported by the worker before any cell runs: kernel/worker/pyrt.c imports
 sandpit.runtime and calls its prepare_lock() and serve(). User code may
 import it for the display helpers:
 

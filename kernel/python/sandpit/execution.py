@@ -122,11 +122,22 @@ def event_loop():
     return loop
 
 
-def run(code, ns):
-    """Runs a code object in ns; its value, awaited to the end if the code awaits."""
-    value = eval(code, ns)
-    if code.co_flags & CO_COROUTINE and value is not None:
-        value = event_loop().run_until_complete(value)
+def run(code, ns, profiler=None):
+    """Runs a code object in ns; its value, awaited to the end if the code awaits.
+    A profiler (cProfile.Profile, for %prun) is enabled here, around the code
+    alone, and disabled after it: its table then shows the user's code and the
+    event loop it awaits on, never this frame nor the loop's making."""
+    awaits = code.co_flags & CO_COROUTINE
+    loop = event_loop() if awaits else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        value = eval(code, ns)
+        if awaits and value is not None:
+            value = loop.run_until_complete(value)
+    finally:
+        if profiler is not None:
+            profiler.disable()
     return value
 
 

@@ -1,8 +1,9 @@
 """Layer 1, link: the frames between the worker and the supervisor.
 
 A frame is one JSON object whose "type" names its kind, plus binary buffers
-(kernel/link.c frames them on the socketpair). The kinds are those of the C
-side, and this module is the one place in the runtime that names them:
+(kernel/link/link.c frames them on the socketpair). The kinds are those of
+the C side (kernel/link/frames.c), and this module is the one place in the
+runtime that names them:
 
     supervisor to worker                  worker to supervisor
     request      a request to handle      hello          the worker is ready

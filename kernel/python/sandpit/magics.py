@@ -681,20 +681,7 @@ def magic_prun(shell, line, cell, where):
     statements, last = execution.split_last(parse(source, where), source)
     code = execution.compile_statements(statements + ([last] if last else []), filename)
     profiler = cProfile.Profile()
-    ns = shell.user_ns
-    if code.co_flags & execution.CO_COROUTINE:  # top-level await: on the shell's loop
-        loop = execution.event_loop()
-        profiler.enable()
-        try:
-            loop.run_until_complete(eval(code, ns))
-        finally:
-            profiler.disable()
-    else:
-        profiler.enable()
-        try:
-            exec(code, ns)
-        finally:
-            profiler.disable()
+    execution.run(code, shell.user_ns, profiler)
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).strip_dirs()
     stats.sort_stats(*(opts.get("s") or ["time"]))

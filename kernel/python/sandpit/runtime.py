@@ -1,8 +1,8 @@
 """Layer 5, runtime: the worker's main, from its first frame to its last.
 
-kernel/pyrt.c imports this module and calls prepare_lock(), before the
-sandbox is locked, then serve(), which returns when the supervisor closes the
-link. The path of one request, as a reader would follow it:
+kernel/worker/pyrt.c imports this module and calls prepare_lock(), before
+the sandbox is locked, then serve(), which returns when the supervisor closes
+the link. The path of one request, as a reader would follow it:
 
     serve()            says hello, starts the reader thread, and reads the
                        link itself between the main shell's cells

@@ -1,10 +1,10 @@
 """Layer 1, streams: the worker's sys.stdout and sys.stderr, input() and getpass().
 
-The streams hand their text to the worker's output pump (kernel/pump.c)
-through the link: a copy into memory, no system call. The pump's thread
-sends it as stream messages within a few milliseconds, together with what C
-code writes to file descriptors 1 and 2, so a print is never stuck in a
-buffer when a cell ends, crashes or waits. Each write belongs to the request
+The streams hand their text to the worker's output pump
+(kernel/worker/pump.c) through the link: a copy into memory, no system call.
+The pump's thread sends it as stream messages within a few milliseconds,
+together with what C code writes to file descriptors 1 and 2, so a print is
+never stuck in a buffer when a cell ends, crashes or waits. Each write belongs to the request
 of the context it is made in (sandpit.request), and a capture target there
 (%%capture) takes it first. Outside the worker (tests of the runtime), the
 streams write to the file descriptors themselves.
