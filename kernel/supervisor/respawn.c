@@ -65,23 +65,12 @@ fail:
 
 static double on_retry(struct loop *l, long long id, void *data);
 static double on_hello_deadline(struct loop *l, long long id, void *data);
-static void on_template_settled(void *data, bool ready);
 
 static void retry_in(struct respawn *w, double delay)
 {
     loop_del_timer(w->loop, w->retry_timer);
     long long id = loop_add_timer(w->loop, delay, on_retry, w);
     w->retry_timer = id > 0 ? id : 0;
-}
-
-static void on_template_settled(void *data, bool ready)
-{
-    struct respawn *w = data;
-    (void)ready; /* a template that failed has said why; workers are exec'd */
-    if (!w->tpl_waiting)
-        return;
-    w->tpl_waiting = false;
-    respawn_start(w);
 }
 
 static void free_argv(char **argv)
@@ -100,18 +89,13 @@ void respawn_start(struct respawn *w)
     char **argv = worker_argv(w->opts);
     if (!w->env)
         w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
-    if (argv && w->env && !w->tpl_tried && w->opts->template) {
+    /* The template starts when a worker is first replaced (a restart, a crash),
+     * beside the worker that replaces it, which is exec'd: a kernel that never
+     * replaces its worker never pays for a template, in time or in memory, and
+     * one that does (an agent's, reset between tasks) has the next ones forked. */
+    if (argv && w->env && w->started && !w->tpl_tried && w->opts->template) {
         w->tpl_tried = true;
-        const struct template_events ev = {w, on_template_settled};
-        if ((w->tpl = template_start(w->loop, argv, w->env, &ev)))
-            w->tpl_waiting = template_state(w->tpl) == TEMPLATE_STARTING;
-    }
-    if (w->tpl_waiting) {
-        free_argv(argv);
-        long long id =
-            loop_add_timer(w->loop, RESPAWN_HELLO_TIMEOUT_S, on_hello_deadline, w);
-        w->hello_timer = id > 0 ? id : 0;
-        return;
+        w->tpl = template_start(w->loop, argv, w->env);
     }
     struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
                                            SANDBOX_MAX_TASKS, w->opts->cpus};
@@ -119,6 +103,7 @@ void respawn_start(struct respawn *w)
                                           w->opts->sandbox ? &limits : NULL, w->tpl)
                             : -ENOMEM;
     free_argv(argv);
+    w->started += rc == 0;
     if (rc) {
         log_error("cannot start the worker: %s", strerror(-rc));
         retry_in(w, 1);
@@ -145,16 +130,6 @@ static double on_hello_deadline(struct loop *l, long long id, void *data)
     (void)id;
     struct respawn *w = data;
     w->hello_timer = 0;
-    if (w->tpl_waiting) {
-        log_error("the worker template did not start within %.0f s; starting the "
-                  "worker without it",
-                  RESPAWN_HELLO_TIMEOUT_S);
-        template_free(w->tpl);
-        w->tpl = NULL;
-        w->tpl_waiting = false;
-        respawn_start(w);
-        return LOOP_NOMORE;
-    }
     if (child_state(w->child) == CHILD_STARTING) {
         log_error("the worker did not start within %.0f s; restarting it",
                   RESPAWN_HELLO_TIMEOUT_S);

@@ -28,16 +28,16 @@ struct respawn {
     int stops;             /* times the running worker was stopped (SIGSTOP, ...) */
     struct template *tpl;  /* forks workers once ready; NULL: none (owned) */
     bool tpl_tried;        /* a template was started once: not again */
-    bool tpl_waiting;      /* the first worker waits for the template to settle */
+    unsigned started;      /* workers started */
 };
 
 void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
                   const struct options *opts);
 void respawn_release(struct respawn *w);
 
-/* Starts a worker now (or, if that fails, in a second). The first call starts
- * the worker template as well, and the first worker once it is ready (or has
- * failed, and then without it). */
+/* Starts a worker now (or, if that fails, in a second): forked from the
+ * worker template when it is ready, else exec'd. The second start (the first
+ * worker replaced) starts the template too. */
 void respawn_start(struct respawn *w);
 /* Kills the worker and starts another; running requests are answered with
  * why. */

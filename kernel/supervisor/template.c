@@ -31,22 +31,12 @@
 struct template
 {
     struct loop *loop;
-    struct template_events ev;
     enum template_state state;
     pid_t pid;
     int fd; /* the supervisor's end of the control socket; -1 when down */
     long long fd_event;
     double started_at;
 };
-
-static void settle(struct template *t, bool ready)
-{
-    if (t->ev.settled) {
-        void (*fn)(void *, bool) = t->ev.settled;
-        t->ev.settled = NULL;
-        fn(t->ev.data, ready);
-    }
-}
 
 /* Down for good: the socket closed, the process killed (reaped elsewhere). */
 static void take_down(struct template *t, const char *why)
@@ -62,7 +52,6 @@ static void take_down(struct template *t, const char *why)
     t->fd = -1;
     if (t->pid > 0)
         kill(t->pid, SIGKILL);
-    settle(t, false);
 }
 
 static void on_control(struct loop *l, long long id, int events, void *data)
@@ -85,7 +74,6 @@ static void on_control(struct loop *l, long long id, int events, void *data)
         /* From now on its socket is read only in template_spawn. */
         loop_del_file(t->loop, t->fd_event);
         t->fd_event = 0;
-        settle(t, true);
         return;
     }
     take_down(t, rc == 0   ? "closed its control socket"
@@ -109,8 +97,7 @@ static char **template_argv(char *const argv[])
     return v;
 }
 
-struct template *template_start(struct loop *loop, char *const argv[], char *const envp[],
-                                const struct template_events *ev)
+struct template *template_start(struct loop *loop, char *const argv[], char *const envp[])
 {
     struct template *t = calloc(1, sizeof *t);
     char **targv = template_argv(argv);
@@ -121,7 +108,6 @@ struct template *template_start(struct loop *loop, char *const argv[], char *con
         goto fail;
     }
     t->loop = loop;
-    t->ev = *ev;
     t->fd = -1;
     /* The workers it forks are orphaned on purpose and must come to us. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
@@ -189,7 +175,6 @@ void template_free(struct template *t)
 {
     if (!t)
         return;
-    t->ev.settled = NULL;
     loop_del_file(t->loop, t->fd_event);
     if (t->fd >= 0)
         close(t->fd);

@@ -23,18 +23,12 @@ enum template_state {
     TEMPLATE_DOWN,     /* gone, or of no use: workers are exec'd */
 };
 
-/* Called once, when the template is ready or has failed to become so. */
-struct template_events {
-    void *data;
-    void (*settled)(void *data, bool ready);
-};
-
 /* Starts the template: argv as a worker's (argv[0] ignored; the flag that
  * makes it the template is added), envp its whole environment (both borrowed). The
  * supervisor becomes a subreaper, so that the workers the template forks are its
  * children. NULL when it cannot be started (logged). */
-struct template *template_start(struct loop *loop, char *const argv[], char *const envp[],
-                                const struct template_events *ev);
+struct template *template_start(struct loop *loop, char *const argv[],
+                                char *const envp[]);
 
 /* Kills the template (its pid is left for the SIGCHLD handler to reap).
  * Accepts NULL. */

@@ -270,5 +270,3 @@ def test_the_log_at_each_level(jupyter_dir, tmp_path, level):
     if "debug" in shown:
         assert any(lvl == "debug" and text.startswith("shell bound on ")
                    for _, lvl, text in lines), lines
-        assert any(p == "kernel" and lvl == "debug" and text.startswith("the worker template ")
-                   and text.endswith(" ms") for p, lvl, text in lines), lines

@@ -1,7 +1,8 @@
 """The worker template: a process that starts Python and imports the runtime
-once, then forks each new worker, which confines itself. What must hold: every
-worker, first or after a crash, comes from it and is the supervisor's own
-child, in a group of its own; workers forked from one template do not share
+once, then forks each new worker, which confines itself. It is started when a
+kernel first replaces its worker (a crash, a restart in place), beside the
+exec'd worker that replaces it. What must hold: from then on, every worker
+comes from it and is the supervisor's own child; workers forked from one template do not share
 their random numbers; the template imports nothing from where the user's code
 can write; and without a template (--template off, or one that died) workers
 are exec'd as before, and nothing else changes."""
@@ -47,6 +48,17 @@ def logged(path, pattern):
     return re.findall(pattern, pathlib.Path(path).read_text(), re.M)
 
 
+def template_ready(log):
+    """Waits until the kernel's log says the template is ready; its pid."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        found = logged(log, r"the worker template (\d+) is ready in \d+ ms$")
+        if found:
+            return int(found[0])
+        assert time.monotonic() < deadline, "the template never became ready"
+        time.sleep(0.02)
+
+
 def started(jupyter_dir, tmp_path, *options):
     log = tmp_path / "kernel.log"
     ws = tmp_path / "ws"
@@ -57,42 +69,50 @@ def started(jupyter_dir, tmp_path, *options):
     return k, log
 
 
-def test_every_worker_is_forked_from_the_template(jupyter_dir, tmp_path):
+def test_workers_after_the_first_replacement_are_forked(jupyter_dir, tmp_path):
     k, log = started(jupyter_dir, tmp_path)
     try:
         supervisor = k.km.provisioner.pid
+        # a kernel that never replaces its worker has no template
+        k.run("x = 1")
+        assert list(children(supervisor).values()) == ["sandpit-worker"]
+        crash(k)
+        template = template_ready(log)
+        assert k.run("print('exec')") == "exec\n"
         pids = []
-        for _ in range(3):
+        for _ in range(2):
+            crash(k)
             worker = int(k.value("__import__('os').getpid()"))
             pids.append(worker)
             # the supervisor's child (it reaps it and sees it stop), under its name
             assert proc_stat(worker) == ("sandpit-worker", supervisor)
-            kids = children(supervisor)
-            assert sorted(kids.values()) == ["sandpit-tmpl", "sandpit-worker"], kids
-            # the cell runs where it always did, in its own group
+            assert children(supervisor) == {template: "sandpit-tmpl",
+                                            worker: "sandpit-worker"}
+            # the cell runs where it always did
             assert k.value("__import__('os').getcwd()") == repr(str(tmp_path / "ws"))
-            crash(k)
-        assert len(set(pids)) == 3
-        assert k.run("print('the fourth')") == "the fourth\n"
-        template = [p for p, c in children(supervisor).items() if c == "sandpit-tmpl"]
+        assert len(set(pids)) == 2
     finally:
         stop(k)
-    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 4
-    assert len(logged(log, r"started the worker template (\d+)$")) == 1
-    assert logged(log, r"started the worker template (\d+)$") == [str(template[0])]
+    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 2
+    assert len(logged(log, r"^worker\| .* start-up: Python and the runtime")) == 2
+    assert logged(log, r"started the worker template (\d+)$") == [str(template)]
     assert not logged(log, r"workers are started without it")
 
 
-def test_workers_of_one_template_draw_different_numbers(fresh_kernel):
+def test_workers_of_one_template_draw_different_numbers(jupyter_dir, tmp_path):
     """Forked from one interpreter, each worker must still seed its own random
     numbers (as a new process does), unless --seed asks for the same ones."""
-    k = fresh_kernel
+    k, log = started(jupyter_dir, tmp_path)
+    crash(k)
+    template_ready(log)
+    crash(k)
     drawn = []
     for _ in range(2):
         drawn.append(k.value("(__import__('random').random(), "
                              "__import__('uuid').uuid4().hex)"))
         crash(k)
-    assert drawn[0] != drawn[1]
+    stop(k)
+    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) >= 2
     a, b = (eval(d) for d in drawn)
     assert a[0] != b[0] and a[1] != b[1]
 
@@ -107,11 +127,13 @@ def test_the_template_imports_nothing_the_code_can_write(jupyter_dir, tmp_path):
     (ws / "lib" / "sitecustomize.py").write_text(
         "open(%r, 'w').write('ran')\n" % str(ws / "lib" / "ran.txt"))
     (ws / "lib" / "mine.py").write_text("VALUE = 42\n")
-    name = install_spec(jupyter_dir)
+    name = install_spec(jupyter_dir, "--log-level", "debug")
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = "lib"
+    log = tmp_path / "kernel.log"
     try:
-        k = start(name, cwd=str(ws))
+        with open(log, "wb") as f:
+            k = start(name, cwd=str(ws), stderr=f)
     finally:
         if old is None:
             os.environ.pop("PYTHONPATH")
@@ -122,9 +144,13 @@ def test_the_template_imports_nothing_the_code_can_write(jupyter_dir, tmp_path):
         assert k.value("__import__('os').environ['PYTHONPATH']") == "'lib'"
         assert k.value("__import__('sys').path[1]") == repr(str(ws / "lib"))
         crash(k)
+        template_ready(log)
+        crash(k)
         assert k.value("__import__('mine').VALUE") == "42"
+        assert k.value("__import__('sys').path[1]") == repr(str(ws / "lib"))
     finally:
         stop(k)
+    assert logged(log, r"^worker\| .* start-up: forked from the template")
     assert not (ws / "lib" / "ran.txt").exists()
 
 
@@ -133,24 +159,25 @@ def test_without_the_template_workers_are_execd(jupyter_dir, tmp_path):
     try:
         supervisor = k.km.provisioner.pid
         k.run("x = 1")
-        assert list(children(supervisor).values()) == ["sandpit-worker"]
-        crash(k)
-        assert k.run("print('after')") == "after\n"
-        assert list(children(supervisor).values()) == ["sandpit-worker"]
+        for _ in range(2):
+            crash(k)
+            assert k.run("print('after')") == "after\n"
+            assert list(children(supervisor).values()) == ["sandpit-worker"]
     finally:
         stop(k)
     assert not logged(log, r"forked from the template|started the worker template")
-    assert len(logged(log, r"^worker\| .* start-up: Python and the runtime")) == 2
+    assert len(logged(log, r"^worker\| .* start-up: Python and the runtime")) == 3
 
 
 def test_a_template_that_dies_leaves_workers_execd(jupyter_dir, tmp_path):
     k, log = started(jupyter_dir, tmp_path)
     try:
         supervisor = k.km.provisioner.pid
+        crash(k)
+        template = template_ready(log)
         k.run("x = 1")
-        template = [p for p, c in children(supervisor).items() if c == "sandpit-tmpl"]
-        assert len(template) == 1
-        os.kill(template[0], signal.SIGKILL)
+        assert children(supervisor)[template] == "sandpit-tmpl"
+        os.kill(template, signal.SIGKILL)
         deadline = time.monotonic() + TIMEOUT
         while "sandpit-tmpl" in children(supervisor).values():
             assert time.monotonic() < deadline
@@ -164,4 +191,4 @@ def test_a_template_that_dies_leaves_workers_execd(jupyter_dir, tmp_path):
         stop(k)
     assert logged(log, r"the worker template was killed by signal 9; workers are started "
                        r"without it from now on")
-    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 1
+    assert not logged(log, r"^worker\| .* start-up: forked from the template")
