@@ -231,24 +231,37 @@ int sandbox__cgroup_locate(const char *self, const char *mountinfo, int version,
     return -ENOENT;
 }
 
-/* The group this process is in, in one hierarchy: 0, or -errno. */
-static int locate_self(int version, const char *controller, char *dir, size_t len)
+/* What a process sees of its groups: the texts of /proc/self/cgroup and
+ * /proc/self/mountinfo (borrowed). Every folder below is found through one, so where
+ * the hierarchy lies is all a unit test has to choose (internal.h). */
+struct view {
+    const char *self;
+    const char *mountinfo;
+};
+
+/* This process's view. Its texts are new, in texts[0] and texts[1] (caller frees
+ * both); one that cannot be read is NULL there and empty in the view, where it
+ * locates nothing. */
+static struct view view_read(char *texts[2])
 {
-    char *self = read_text("/proc/self/cgroup");
-    char *mi = self ? read_text("/proc/self/mountinfo") : NULL;
-    int rc =
-        mi ? sandbox__cgroup_locate(self, mi, version, controller, dir, len) : -errno;
-    free(self);
-    free(mi);
-    return rc;
+    texts[0] = read_text("/proc/self/cgroup");
+    texts[1] = read_text("/proc/self/mountinfo");
+    return (struct view){texts[0] ? texts[0] : "", texts[1] ? texts[1] : ""};
+}
+
+/* The group this process is in, in one hierarchy: 0, or -errno. */
+static int locate(const struct view *v, int version, const char *controller, char *dir,
+                  size_t len)
+{
+    return sandbox__cgroup_locate(v->self, v->mountinfo, version, controller, dir, len);
 }
 
 /* The version whose memory controller this machine uses (1 or 2), or 0. */
-static int memory_version(char *dir, size_t len)
+static int memory_version(const struct view *v, char *dir, size_t len)
 {
-    if (locate_self(1, "memory", dir, len) == 0)
+    if (locate(v, 1, "memory", dir, len) == 0)
         return 1;
-    if (locate_self(2, NULL, dir, len) == 0) {
+    if (locate(v, 2, NULL, dir, len) == 0) {
         char controllers[256] = "";
         if (read_at(dir, "cgroup.controllers", controllers, sizeof controllers) == 0 &&
             has_word(controllers, "memory"))
@@ -397,7 +410,8 @@ static int open_procs(struct sandbox_cgroup *cg)
     return 0;
 }
 
-static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char *name,
+static int create_v1(struct sandbox_cgroup *cg, const struct view *v,
+                     const char *mem_base, const char *name,
                      const struct sandbox_cgroup_limits *lim)
 {
     char notes[SANDBOX_DETAIL_MAX] = "", base[PATH_MAX], value[32];
@@ -418,7 +432,7 @@ static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char
             snprintf(notes, sizeof notes, "swap not accounted");
     }
     if (lim->tasks) {
-        rc = locate_self(1, "pids", base, sizeof base);
+        rc = locate(v, 1, "pids", base, sizeof base);
         if (rc == 0)
             rc = make_group(base, name, &cg->dirs[SANDBOX_CGROUP_PIDS]);
         if (rc == 0) {
@@ -433,7 +447,7 @@ static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char
         }
     }
     if (lim->cpus > 0) {
-        rc = locate_self(1, "cpu", base, sizeof base);
+        rc = locate(v, 1, "cpu", base, sizeof base);
         if (rc == 0)
             rc = make_group(base, name, &cg->dirs[SANDBOX_CGROUP_CPU]);
         if (rc == 0) {
@@ -568,15 +582,17 @@ static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
     return 0;
 }
 
-int sandbox_cgroup_create(struct sandbox_cgroup *cg, unsigned seq,
-                          const struct sandbox_cgroup_limits *lim)
+int sandbox__cgroup_create_in(struct sandbox_cgroup *cg, unsigned seq,
+                              const struct sandbox_cgroup_limits *lim, const char *self,
+                              const char *mountinfo)
 {
     sandbox_cgroup_init(cg);
+    const struct view v = {self, mountinfo};
     char base[PATH_MAX], name[64];
     snprintf(name, sizeof name, "sandpit-%d-%u", (int)getpid(), seq);
-    switch (memory_version(base, sizeof base)) {
+    switch (memory_version(&v, base, sizeof base)) {
     case 1:
-        return create_v1(cg, base, name, lim);
+        return create_v1(cg, &v, base, name, lim);
     case 2:
         return create_v2(cg, base, name, lim);
     default:
@@ -584,6 +600,17 @@ int sandbox_cgroup_create(struct sandbox_cgroup *cg, unsigned seq,
                  "no cgroup hierarchy with the memory controller is mounted here");
         return -ENOENT;
     }
+}
+
+int sandbox_cgroup_create(struct sandbox_cgroup *cg, unsigned seq,
+                          const struct sandbox_cgroup_limits *lim)
+{
+    char *texts[2];
+    struct view v = view_read(texts);
+    int rc = sandbox__cgroup_create_in(cg, seq, lim, v.self, v.mountinfo);
+    free(texts[0]);
+    free(texts[1]);
+    return rc;
 }
 
 int sandbox_cgroup_join(const struct sandbox_cgroup *cg)
@@ -659,12 +686,25 @@ static bool own_group(const char *dir)
 int sandbox__cgroup_check(const struct sandbox_policy *p, struct sandbox_layer *l,
                           bool *memory_counted)
 {
+    char *texts[2];
+    struct view v = view_read(texts);
+    int rc = sandbox__cgroup_check_in(p, l, memory_counted, v.self, v.mountinfo);
+    free(texts[0]);
+    free(texts[1]);
+    return rc;
+}
+
+int sandbox__cgroup_check_in(const struct sandbox_policy *p, struct sandbox_layer *l,
+                             bool *memory_counted, const char *self,
+                             const char *mountinfo)
+{
+    const struct view view = {self, mountinfo};
     char dirs[SANDBOX_CGROUP_NCTL][PATH_MAX];
     *memory_counted = false;
-    int version = memory_version(dirs[0], sizeof dirs[0]);
+    int version = memory_version(&view, dirs[0], sizeof dirs[0]);
     if (version == 1) {
         for (int i = 1; i < SANDBOX_CGROUP_NCTL; i++)
-            if (locate_self(1, ctl_names[i], dirs[i], sizeof dirs[i]) < 0)
+            if (locate(&view, 1, ctl_names[i], dirs[i], sizeof dirs[i]) < 0)
                 dirs[i][0] = 0;
     } else if (version == 2) {
         for (int i = 1; i < SANDBOX_CGROUP_NCTL; i++)
