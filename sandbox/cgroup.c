@@ -361,19 +361,20 @@ int sandbox_cgroup_remove(struct sandbox_cgroup *cg)
     return rc;
 }
 
-/* The limits written into a group's files, described for the detail. */
+/* The limits written into a group's files, described for the detail; cpu says whether
+ * the CPU quota was set. */
 static void describe(struct sandbox_cgroup *cg, const struct sandbox_cgroup_limits *lim,
-                     const char *notes)
+                     bool cpu, const char *notes)
 {
-    char mem[32] = "no limit", cpu[32] = "";
+    char mem[32] = "no limit", ncpu[32] = "";
     uint64_t bytes = sandbox_cgroup_memory_limit(lim->memory_bytes);
     if (bytes && !CGROUP_ASAN)
         sandbox__format_size(mem, sizeof mem, bytes);
-    if (lim->cpus > 0 && (cg->version == 2 || cg->dirs[SANDBOX_CGROUP_CPU]))
-        snprintf(cpu, sizeof cpu, ", %g CPU", lim->cpus);
+    if (cpu)
+        snprintf(ncpu, sizeof ncpu, ", %g CPU", lim->cpus);
     const char *last = strrchr(cg->dirs[SANDBOX_CGROUP_MEMORY], '/');
     snprintf(cg->detail, sizeof cg->detail, "made %s (v%d): memory %s, tasks %u%s%s%s",
-             last ? last + 1 : "?", cg->version, mem, lim->tasks, cpu,
+             last ? last + 1 : "?", cg->version, mem, lim->tasks, ncpu,
              notes[0] ? "; " : "", notes);
 }
 
@@ -467,7 +468,7 @@ static int create_v1(struct sandbox_cgroup *cg, const struct view *v,
     }
     if ((rc = open_procs(cg)) < 0)
         return fail(cg, rc, "cannot open the cgroup.procs of %s", cg->dirs[0]);
-    describe(cg, lim, notes);
+    describe(cg, lim, cg->dirs[SANDBOX_CGROUP_CPU] != NULL, notes);
     return 0;
 }
 
@@ -488,41 +489,44 @@ static bool alone_in(const char *dir)
     return alone;
 }
 
-/* Enables the controllers in base's subtree_control, moving the supervisor into a
- * leaf of its own first if base holds it (a v2 group with processes cannot hand
- * controllers down). 0 or -errno. */
+/* Hands the controllers in want ("memory pids cpu", each one base has) down from base
+ * to its children, those its cgroup.subtree_control does not list yet: one write of
+ * "+memory +pids ...", which the kernel applies all or none. A v2 group other than the
+ * root may hand controllers down only while it holds no process, so a supervisor alone
+ * in base moves into a leaf of its own first; one that shares base gets EBUSY from the
+ * kernel. 0 or -errno. */
 static int enable_controllers(const char *base, const char *want)
 {
-    char have[256] = "", word[16];
+    char have[256] = "", word[16], plus[64] = "";
     read_at(base, "cgroup.subtree_control", have, sizeof have);
     for (const char *p = want; *p;) {
         size_t n = strcspn(p, " ");
         snprintf(word, sizeof word, "%.*s", (int)n, p);
         p += n + (p[n] == ' ');
-        if (has_word(have, word))
-            continue;
-        char plus[20];
-        snprintf(plus, sizeof plus, "+%s", word);
-        int rc = write_at(base, "cgroup.subtree_control", plus);
-        if (rc == -EBUSY && alone_in(base)) {
-            char leaf[64], *dir = NULL, me[24];
-            snprintf(leaf, sizeof leaf, "sandpit-%d-supervisor", (int)getpid());
-            snprintf(me, sizeof me, "%d", (int)getpid());
-            if ((rc = make_group(base, leaf, &dir)) == 0 &&
-                (rc = write_at(dir, "cgroup.procs", me)) == 0)
-                rc = write_at(base, "cgroup.subtree_control", plus);
-            free(dir);
-        }
+        size_t k = strlen(plus);
+        if (!has_word(have, word))
+            snprintf(plus + k, sizeof plus - k, "%s+%s", k ? " " : "", word);
+    }
+    if (!plus[0])
+        return 0;
+    if (alone_in(base)) {
+        char leaf[64], *dir = NULL, me[24];
+        snprintf(leaf, sizeof leaf, "sandpit-%d-supervisor", (int)getpid());
+        snprintf(me, sizeof me, "%d", (int)getpid());
+        int rc = make_group(base, leaf, &dir);
+        if (rc == 0)
+            rc = write_at(dir, "cgroup.procs", me);
+        free(dir);
         if (rc < 0)
             return rc;
     }
-    return 0;
+    return write_at(base, "cgroup.subtree_control", plus);
 }
 
 static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
                      const struct sandbox_cgroup_limits *lim)
 {
-    char leaf[64], value[48], notes[SANDBOX_DETAIL_MAX] = "";
+    char leaf[64], value[48], want[32], notes[SANDBOX_DETAIL_MAX] = "";
     int rc;
     /* After the first worker, the supervisor sits in its own leaf: its parent is the
      * kernel's group. */
@@ -530,10 +534,12 @@ static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
     size_t bl = strlen(base), ll = strlen(leaf);
     if (bl > ll && strcmp(base + bl - ll, leaf) == 0)
         base[bl - ll] = 0;
+    /* Only what base has can be handed down (memory it has: memory_version). */
     char controllers[256] = "";
     read_at(base, "cgroup.controllers", controllers, sizeof controllers);
-    const char *want =
-        lim->cpus > 0 && has_word(controllers, "cpu") ? "memory pids cpu" : "memory pids";
+    bool pids = lim->tasks && has_word(controllers, "pids");
+    bool cpu = lim->cpus > 0 && has_word(controllers, "cpu");
+    snprintf(want, sizeof want, "memory%s%s", pids ? " pids" : "", cpu ? " cpu" : "");
     if ((rc = enable_controllers(base, want)) < 0) {
         sandbox_cgroup_release(cg);
         snprintf(cg->detail, sizeof cg->detail,
@@ -561,24 +567,32 @@ static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
     }
     /* The worker is one process: an OOM kill takes all of it, never half. */
     write_at(cg->dirs[0], "memory.oom.group", "1");
-    if (lim->tasks) {
+    if (pids) {
         snprintf(value, sizeof value, "%u", lim->tasks);
         if ((rc = write_at(cg->dirs[0], "pids.max", value)) < 0)
             return fail(cg, rc, "cannot set %s/pids.max", cg->dirs[0]);
+    } else if (lim->tasks) {
+        size_t n = strlen(notes);
+        snprintf(notes + n, sizeof notes - n, "%stasks not limited: no pids controller",
+                 n ? ", " : "");
     }
-    if (lim->cpus > 0) {
+    if (cpu) {
         snprintf(value, sizeof value, "%lld %d",
                  (long long)(lim->cpus * CPU_PERIOD_US + 0.5), CPU_PERIOD_US);
-        rc = write_at(cg->dirs[0], "cpu.max", value);
-        if (rc < 0) {
+        if ((rc = write_at(cg->dirs[0], "cpu.max", value)) < 0) {
+            cpu = false;
             size_t n = strlen(notes);
             snprintf(notes + n, sizeof notes - n, "%sCPU not limited: %s", n ? ", " : "",
                      strerror(-rc));
         }
+    } else if (lim->cpus > 0) {
+        size_t n = strlen(notes);
+        snprintf(notes + n, sizeof notes - n, "%sCPU not limited: no cpu controller",
+                 n ? ", " : "");
     }
     if ((rc = open_procs(cg)) < 0)
         return fail(cg, rc, "cannot open %s/cgroup.procs", cg->dirs[0]);
-    describe(cg, lim, notes);
+    describe(cg, lim, cpu, notes);
     return 0;
 }
 
