@@ -689,6 +689,11 @@ static bool finite_value(const char *dir, const char *file, unsigned long long *
     return *v < (1ull << 62); /* v1 says "no limit" as 9223372036854771712 */
 }
 
+/* What the report says of --cpus where nothing enforces it (%g: the CPUs asked for).
+ * The time limits still hold (and, with --timeout, the supervisor's budget for threads
+ * left running, limits.c), but nothing caps the rate at which the worker uses CPUs. */
+#define CPUS_UNENFORCED "the CPU cap (--cpus %g) is not enforced on this machine"
+
 /* True if dir is a worker's group (sandpit-<pid>-<seq>), not a supervisor's leaf. */
 static bool own_group(const char *dir)
 {
@@ -732,6 +737,9 @@ int sandbox__cgroup_check_in(const struct sandbox_policy *p, struct sandbox_laye
         if (p->memory_bytes)
             sandbox__layer_note(l, "the memory limit covers private memory only: shared "
                                    "memory and tmpfs are not counted");
+        if (p->cpus > 0)
+            sandbox__layer_note(
+                l, CPUS_UNENFORCED ": no cgroup caps the worker's CPU time", p->cpus);
         return 0;
     }
     const char *last = strrchr(dirs[0], '/');
@@ -762,6 +770,9 @@ int sandbox__cgroup_check_in(const struct sandbox_policy *p, struct sandbox_laye
                        "v%d group %s: memory %s (shared memory, tmpfs and page cache "
                        "included), tasks %s%s",
                        version, last + 1, mem, tasks, cpu);
+    if (p->cpus > 0 && !cpu[0])
+        sandbox__layer_note(l, CPUS_UNENFORCED ": the worker's group has no CPU quota",
+                            p->cpus);
     if (p->memory_bytes && !*memory_counted) {
         l->state = SANDBOX_UNAVAILABLE;
         sandbox__layer_note(l, CGROUP_ASAN

@@ -359,27 +359,39 @@ os.execv(sys.argv[1], sys.argv[1:])
 """
 
 
-def start_without_cgroups(jupyter_dir, tmp_path, env):
-    """A kernel on a machine with no cgroup filesystem: for real, a launcher covers
-    /sys/fs/cgroup with an empty tmpfs in a mount namespace of its own (which needs
-    root); where this machine gives no cgroups anyway, the kernel as it is."""
-    import json
+def without_cgroups_launcher(tmp_path):
+    """The command that runs the one it is given on a machine with no cgroup
+    filesystem: for real, a launcher that covers /sys/fs/cgroup with an empty tmpfs
+    in a mount namespace of its own (which needs root); () where this machine gives
+    no cgroups anyway; None where they cannot be taken away."""
     import sys
-    from sandbox_helpers import SANDPIT
-    from sandpit_testing import install_spec, start
     if not machine_gives_cgroups():
         print("this machine gives no cgroups: the kernel runs as it is")
-        return start(install_spec(jupyter_dir, "--memory", str(MEMORY_MIB)),
-                     cwd=str(tmp_path), env=env)
+        return ()
     if os.geteuid() != 0:
         return None
     launcher = tmp_path / "no_cgroups.py"
     launcher.write_text(NO_CGROUPS)
+    return (sys.executable, str(launcher))
+
+
+def start_without_cgroups(jupyter_dir, tmp_path, env, *options):
+    """A kernel with --memory and options on a machine with no cgroup filesystem
+    (without_cgroups_launcher), or None."""
+    import json
+    from sandbox_helpers import SANDPIT
+    from sandpit_testing import install_spec, start
+    launcher = without_cgroups_launcher(tmp_path)
+    if launcher is None:
+        return None
+    if not launcher:
+        return start(install_spec(jupyter_dir, "--memory", str(MEMORY_MIB), *options),
+                     cwd=str(tmp_path), env=env)
     folder = jupyter_dir / "share" / "jupyter" / "kernels" / "sandpit-no-cgroups"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, str(launcher), os.path.realpath(SANDPIT), "kernel", "-f",
-                 "{connection_file}", "--memory", str(MEMORY_MIB)],
+        "argv": [*launcher, os.path.realpath(SANDPIT), "kernel", "-f",
+                 "{connection_file}", "--memory", str(MEMORY_MIB), *options],
         "display_name": "sandpit without cgroups", "language": "python",
         "interrupt_mode": "message"}))
     return start("sandpit-no-cgroups", cwd=str(tmp_path), env=env)
@@ -436,6 +448,35 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
         stop(k)
 
 
+CPU_CAP_UNENFORCED = "the CPU cap (--cpus 0.5) is not enforced on this machine"
+
+
+def test_without_cgroups_the_cpu_cap_is_said_not_to_be_enforced(jupyter_dir, tmp_path):
+    """--cpus needs a cgroup: without one, the kernel_info report and check-sandbox
+    say that the cap is not enforced, as they say what the memory limit covers."""
+    from sandbox_helpers import check_sandbox
+    k = start_without_cgroups(jupyter_dir, tmp_path, dict(os.environ), "--cpus", "0.5")
+    if k is None:
+        print("not applicable: cgroups cannot be taken away here without root")
+        return
+    try:
+        k.run("pass")
+        cg = layer(k, "cgroup")
+        print("cgroup: %s" % cg["detail"])
+        assert cg["state"] == "unavailable", cg
+        assert CPU_CAP_UNENFORCED in cg["detail"], cg
+        assert "CPU 0.5" not in cg["detail"], cg
+    finally:
+        stop(k)
+    state, detail = check_sandbox("--cpus", "0.5", "--memory", str(MEMORY_MIB),
+                                  launcher=without_cgroups_launcher(tmp_path))["cgroup"]
+    assert state == "unavailable" and CPU_CAP_UNENFORCED in detail, detail
+    # without --cpus there is no cap to speak of
+    state, detail = check_sandbox("--memory", str(MEMORY_MIB),
+                                  launcher=without_cgroups_launcher(tmp_path))["cgroup"]
+    assert "CPU cap" not in detail, detail
+
+
 SYSV = r"""
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -474,7 +515,7 @@ def test_cpus_caps_the_workers_cpu_time(jupyter_dir, tmp_path):
         cg = layer(k, "cgroup")
         if not machine_gives_cgroups():
             print("no cgroup here: %s" % cg["detail"])
-            assert "CPU" not in cg["detail"] or cg["state"] != "active"
+            assert cg["state"] != "active" and CPU_CAP_UNENFORCED in cg["detail"], cg
             return
         assert cg["state"] == "active" and "CPU 0.5" in cg["detail"], cg
         dirs = cgroup_dirs_of(int(k.run("import os\nprint(os.getpid())")))

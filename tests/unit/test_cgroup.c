@@ -491,6 +491,53 @@ static void test_v2_worker_reports_its_group(void)
     CHECK(!counted && l.state == SANDBOX_UNAVAILABLE);
 }
 
+/* --cpus where no group enforces it: the report says the cap is not enforced, as it
+ * says that the memory limit covers private memory only (the worker is in the
+ * kernel's group, or in a group without a CPU quota). */
+static void test_cpus_not_enforced_is_said(void)
+{
+    struct fake f;
+    char group[PATH_MAX], name[64], where[128];
+    struct sandbox_policy p;
+    struct sandbox_layer l = {"cgroup", SANDBOX_PENDING, ""};
+    bool counted;
+    const char *said = "the CPU cap (--cpus 0.5) is not enforced on this machine";
+    fake_init(&f, "cpu memory pids\n", "");
+    sandbox_policy_init(&p);
+    p.memory_bytes = 256 * MIB;
+    p.cgroup_note = "cannot hand the memory controller down from /kernel: Device or "
+                    "resource busy";
+
+    /* no group of its own: in the kernel's */
+    p.cpus = 0.5;
+    CHECK_INT(sandbox__cgroup_check_in(&p, &l, &counted, f.self, f.mountinfo), 0);
+    fprintf(stderr, "    %s: %s\n", sandbox_state_name(l.state), l.detail);
+    CHECK_INT(l.state, SANDBOX_UNAVAILABLE);
+    CHECK(strstr(l.detail, p.cgroup_note) == l.detail);
+    CHECK(strstr(l.detail, "covers private memory only") != NULL);
+    CHECK(strstr(l.detail, said) != NULL);
+    p.cpus = 0;
+    CHECK_INT(sandbox__cgroup_check_in(&p, &l, &counted, f.self, f.mountinfo), 0);
+    CHECK(strstr(l.detail, "CPU cap") == NULL);
+
+    /* a group of its own, without a CPU quota (no cpu controller, or max) */
+    worker_name(name, sizeof name, 1);
+    fake_group(&f, name, "cpu memory pids", group, sizeof group);
+    put(group, "memory.max", "335544320\n");
+    put(group, "pids.max", "1024\n");
+    put(group, "cpu.max", "max 100000\n");
+    snprintf(where, sizeof where, "/kernel/%s", name);
+    fake_in(&f, where);
+    p.cpus = 0.5;
+    CHECK_INT(sandbox__cgroup_check_in(&p, &l, &counted, f.self, f.mountinfo), 0);
+    fprintf(stderr, "    %s: %s\n", sandbox_state_name(l.state), l.detail);
+    CHECK(strstr(l.detail, said) != NULL);
+    /* with the quota in force, nothing to say */
+    put(group, "cpu.max", "50000 100000\n");
+    CHECK_INT(sandbox__cgroup_check_in(&p, &l, &counted, f.self, f.mountinfo), 0);
+    CHECK(strstr(l.detail, "CPU 0.5") != NULL && strstr(l.detail, "CPU cap") == NULL);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_v2_limits_are_written),
     TESTING_CASE(test_v2_without_swap_accounting),
@@ -501,6 +548,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_v2_group_is_removed_at_the_end),
     TESTING_CASE(test_v2_group_still_in_use_is_kept),
     TESTING_CASE(test_v2_worker_reports_its_group),
+    TESTING_CASE(test_cpus_not_enforced_is_said),
     {0},
 };
 
