@@ -231,24 +231,37 @@ int sandbox__cgroup_locate(const char *self, const char *mountinfo, int version,
     return -ENOENT;
 }
 
-/* The group this process is in, in one hierarchy: 0, or -errno. */
-static int locate_self(int version, const char *controller, char *dir, size_t len)
+/* What a process sees of its groups: the texts of /proc/self/cgroup and
+ * /proc/self/mountinfo (borrowed). Every folder below is found through one, so where
+ * the hierarchy lies is all a unit test has to choose (internal.h). */
+struct view {
+    const char *self;
+    const char *mountinfo;
+};
+
+/* This process's view. Its texts are new, in texts[0] and texts[1] (caller frees
+ * both); one that cannot be read is NULL there and empty in the view, where it
+ * locates nothing. */
+static struct view view_read(char *texts[2])
 {
-    char *self = read_text("/proc/self/cgroup");
-    char *mi = self ? read_text("/proc/self/mountinfo") : NULL;
-    int rc =
-        mi ? sandbox__cgroup_locate(self, mi, version, controller, dir, len) : -errno;
-    free(self);
-    free(mi);
-    return rc;
+    texts[0] = read_text("/proc/self/cgroup");
+    texts[1] = read_text("/proc/self/mountinfo");
+    return (struct view){texts[0] ? texts[0] : "", texts[1] ? texts[1] : ""};
+}
+
+/* The group this process is in, in one hierarchy: 0, or -errno. */
+static int locate(const struct view *v, int version, const char *controller, char *dir,
+                  size_t len)
+{
+    return sandbox__cgroup_locate(v->self, v->mountinfo, version, controller, dir, len);
 }
 
 /* The version whose memory controller this machine uses (1 or 2), or 0. */
-static int memory_version(char *dir, size_t len)
+static int memory_version(const struct view *v, char *dir, size_t len)
 {
-    if (locate_self(1, "memory", dir, len) == 0)
+    if (locate(v, 1, "memory", dir, len) == 0)
         return 1;
-    if (locate_self(2, NULL, dir, len) == 0) {
+    if (locate(v, 2, NULL, dir, len) == 0) {
         char controllers[256] = "";
         if (read_at(dir, "cgroup.controllers", controllers, sizeof controllers) == 0 &&
             has_word(controllers, "memory"))
@@ -348,19 +361,20 @@ int sandbox_cgroup_remove(struct sandbox_cgroup *cg)
     return rc;
 }
 
-/* The limits written into a group's files, described for the detail. */
+/* The limits written into a group's files, described for the detail; cpu says whether
+ * the CPU quota was set. */
 static void describe(struct sandbox_cgroup *cg, const struct sandbox_cgroup_limits *lim,
-                     const char *notes)
+                     bool cpu, const char *notes)
 {
-    char mem[32] = "no limit", cpu[32] = "";
+    char mem[32] = "no limit", ncpu[32] = "";
     uint64_t bytes = sandbox_cgroup_memory_limit(lim->memory_bytes);
     if (bytes && !CGROUP_ASAN)
         sandbox__format_size(mem, sizeof mem, bytes);
-    if (lim->cpus > 0 && (cg->version == 2 || cg->dirs[SANDBOX_CGROUP_CPU]))
-        snprintf(cpu, sizeof cpu, ", %g CPU", lim->cpus);
+    if (cpu)
+        snprintf(ncpu, sizeof ncpu, ", %g CPU", lim->cpus);
     const char *last = strrchr(cg->dirs[SANDBOX_CGROUP_MEMORY], '/');
     snprintf(cg->detail, sizeof cg->detail, "made %s (v%d): memory %s, tasks %u%s%s%s",
-             last ? last + 1 : "?", cg->version, mem, lim->tasks, cpu,
+             last ? last + 1 : "?", cg->version, mem, lim->tasks, ncpu,
              notes[0] ? "; " : "", notes);
 }
 
@@ -397,7 +411,8 @@ static int open_procs(struct sandbox_cgroup *cg)
     return 0;
 }
 
-static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char *name,
+static int create_v1(struct sandbox_cgroup *cg, const struct view *v,
+                     const char *mem_base, const char *name,
                      const struct sandbox_cgroup_limits *lim)
 {
     char notes[SANDBOX_DETAIL_MAX] = "", base[PATH_MAX], value[32];
@@ -418,7 +433,7 @@ static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char
             snprintf(notes, sizeof notes, "swap not accounted");
     }
     if (lim->tasks) {
-        rc = locate_self(1, "pids", base, sizeof base);
+        rc = locate(v, 1, "pids", base, sizeof base);
         if (rc == 0)
             rc = make_group(base, name, &cg->dirs[SANDBOX_CGROUP_PIDS]);
         if (rc == 0) {
@@ -433,7 +448,7 @@ static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char
         }
     }
     if (lim->cpus > 0) {
-        rc = locate_self(1, "cpu", base, sizeof base);
+        rc = locate(v, 1, "cpu", base, sizeof base);
         if (rc == 0)
             rc = make_group(base, name, &cg->dirs[SANDBOX_CGROUP_CPU]);
         if (rc == 0) {
@@ -453,7 +468,7 @@ static int create_v1(struct sandbox_cgroup *cg, const char *mem_base, const char
     }
     if ((rc = open_procs(cg)) < 0)
         return fail(cg, rc, "cannot open the cgroup.procs of %s", cg->dirs[0]);
-    describe(cg, lim, notes);
+    describe(cg, lim, cg->dirs[SANDBOX_CGROUP_CPU] != NULL, notes);
     return 0;
 }
 
@@ -474,41 +489,44 @@ static bool alone_in(const char *dir)
     return alone;
 }
 
-/* Enables the controllers in base's subtree_control, moving the supervisor into a
- * leaf of its own first if base holds it (a v2 group with processes cannot hand
- * controllers down). 0 or -errno. */
+/* Hands the controllers in want ("memory pids cpu", each one base has) down from base
+ * to its children, those its cgroup.subtree_control does not list yet: one write of
+ * "+memory +pids ...", which the kernel applies all or none. A v2 group other than the
+ * root may hand controllers down only while it holds no process, so a supervisor alone
+ * in base moves into a leaf of its own first; one that shares base gets EBUSY from the
+ * kernel. 0 or -errno. */
 static int enable_controllers(const char *base, const char *want)
 {
-    char have[256] = "", word[16];
+    char have[256] = "", word[16], plus[64] = "";
     read_at(base, "cgroup.subtree_control", have, sizeof have);
     for (const char *p = want; *p;) {
         size_t n = strcspn(p, " ");
         snprintf(word, sizeof word, "%.*s", (int)n, p);
         p += n + (p[n] == ' ');
-        if (has_word(have, word))
-            continue;
-        char plus[20];
-        snprintf(plus, sizeof plus, "+%s", word);
-        int rc = write_at(base, "cgroup.subtree_control", plus);
-        if (rc == -EBUSY && alone_in(base)) {
-            char leaf[64], *dir = NULL, me[24];
-            snprintf(leaf, sizeof leaf, "sandpit-%d-supervisor", (int)getpid());
-            snprintf(me, sizeof me, "%d", (int)getpid());
-            if ((rc = make_group(base, leaf, &dir)) == 0 &&
-                (rc = write_at(dir, "cgroup.procs", me)) == 0)
-                rc = write_at(base, "cgroup.subtree_control", plus);
-            free(dir);
-        }
+        size_t k = strlen(plus);
+        if (!has_word(have, word))
+            snprintf(plus + k, sizeof plus - k, "%s+%s", k ? " " : "", word);
+    }
+    if (!plus[0])
+        return 0;
+    if (alone_in(base)) {
+        char leaf[64], *dir = NULL, me[24];
+        snprintf(leaf, sizeof leaf, "sandpit-%d-supervisor", (int)getpid());
+        snprintf(me, sizeof me, "%d", (int)getpid());
+        int rc = make_group(base, leaf, &dir);
+        if (rc == 0)
+            rc = write_at(dir, "cgroup.procs", me);
+        free(dir);
         if (rc < 0)
             return rc;
     }
-    return 0;
+    return write_at(base, "cgroup.subtree_control", plus);
 }
 
 static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
                      const struct sandbox_cgroup_limits *lim)
 {
-    char leaf[64], value[48], notes[SANDBOX_DETAIL_MAX] = "";
+    char leaf[64], value[48], want[32], notes[SANDBOX_DETAIL_MAX] = "";
     int rc;
     /* After the first worker, the supervisor sits in its own leaf: its parent is the
      * kernel's group. */
@@ -516,10 +534,12 @@ static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
     size_t bl = strlen(base), ll = strlen(leaf);
     if (bl > ll && strcmp(base + bl - ll, leaf) == 0)
         base[bl - ll] = 0;
+    /* Only what base has can be handed down (memory it has: memory_version). */
     char controllers[256] = "";
     read_at(base, "cgroup.controllers", controllers, sizeof controllers);
-    const char *want =
-        lim->cpus > 0 && has_word(controllers, "cpu") ? "memory pids cpu" : "memory pids";
+    bool pids = lim->tasks && has_word(controllers, "pids");
+    bool cpu = lim->cpus > 0 && has_word(controllers, "cpu");
+    snprintf(want, sizeof want, "memory%s%s", pids ? " pids" : "", cpu ? " cpu" : "");
     if ((rc = enable_controllers(base, want)) < 0) {
         sandbox_cgroup_release(cg);
         snprintf(cg->detail, sizeof cg->detail,
@@ -547,36 +567,46 @@ static int create_v2(struct sandbox_cgroup *cg, char *base, const char *name,
     }
     /* The worker is one process: an OOM kill takes all of it, never half. */
     write_at(cg->dirs[0], "memory.oom.group", "1");
-    if (lim->tasks) {
+    if (pids) {
         snprintf(value, sizeof value, "%u", lim->tasks);
         if ((rc = write_at(cg->dirs[0], "pids.max", value)) < 0)
             return fail(cg, rc, "cannot set %s/pids.max", cg->dirs[0]);
+    } else if (lim->tasks) {
+        size_t n = strlen(notes);
+        snprintf(notes + n, sizeof notes - n, "%stasks not limited: no pids controller",
+                 n ? ", " : "");
     }
-    if (lim->cpus > 0) {
+    if (cpu) {
         snprintf(value, sizeof value, "%lld %d",
                  (long long)(lim->cpus * CPU_PERIOD_US + 0.5), CPU_PERIOD_US);
-        rc = write_at(cg->dirs[0], "cpu.max", value);
-        if (rc < 0) {
+        if ((rc = write_at(cg->dirs[0], "cpu.max", value)) < 0) {
+            cpu = false;
             size_t n = strlen(notes);
             snprintf(notes + n, sizeof notes - n, "%sCPU not limited: %s", n ? ", " : "",
                      strerror(-rc));
         }
+    } else if (lim->cpus > 0) {
+        size_t n = strlen(notes);
+        snprintf(notes + n, sizeof notes - n, "%sCPU not limited: no cpu controller",
+                 n ? ", " : "");
     }
     if ((rc = open_procs(cg)) < 0)
         return fail(cg, rc, "cannot open %s/cgroup.procs", cg->dirs[0]);
-    describe(cg, lim, notes);
+    describe(cg, lim, cpu, notes);
     return 0;
 }
 
-int sandbox_cgroup_create(struct sandbox_cgroup *cg, unsigned seq,
-                          const struct sandbox_cgroup_limits *lim)
+int sandbox__cgroup_create_in(struct sandbox_cgroup *cg, unsigned seq,
+                              const struct sandbox_cgroup_limits *lim, const char *self,
+                              const char *mountinfo)
 {
     sandbox_cgroup_init(cg);
+    const struct view v = {self, mountinfo};
     char base[PATH_MAX], name[64];
     snprintf(name, sizeof name, "sandpit-%d-%u", (int)getpid(), seq);
-    switch (memory_version(base, sizeof base)) {
+    switch (memory_version(&v, base, sizeof base)) {
     case 1:
-        return create_v1(cg, base, name, lim);
+        return create_v1(cg, &v, base, name, lim);
     case 2:
         return create_v2(cg, base, name, lim);
     default:
@@ -584,6 +614,17 @@ int sandbox_cgroup_create(struct sandbox_cgroup *cg, unsigned seq,
                  "no cgroup hierarchy with the memory controller is mounted here");
         return -ENOENT;
     }
+}
+
+int sandbox_cgroup_create(struct sandbox_cgroup *cg, unsigned seq,
+                          const struct sandbox_cgroup_limits *lim)
+{
+    char *texts[2];
+    struct view v = view_read(texts);
+    int rc = sandbox__cgroup_create_in(cg, seq, lim, v.self, v.mountinfo);
+    free(texts[0]);
+    free(texts[1]);
+    return rc;
 }
 
 int sandbox_cgroup_join(const struct sandbox_cgroup *cg)
@@ -648,6 +689,11 @@ static bool finite_value(const char *dir, const char *file, unsigned long long *
     return *v < (1ull << 62); /* v1 says "no limit" as 9223372036854771712 */
 }
 
+/* What the report says of --cpus where nothing enforces it (%g: the CPUs asked for).
+ * The time limits still hold (and, with --timeout, the supervisor's budget for threads
+ * left running, limits.c), but nothing caps the rate at which the worker uses CPUs. */
+#define CPUS_UNENFORCED "the CPU cap (--cpus %g) is not enforced on this machine"
+
 /* True if dir is a worker's group (sandpit-<pid>-<seq>), not a supervisor's leaf. */
 static bool own_group(const char *dir)
 {
@@ -659,12 +705,25 @@ static bool own_group(const char *dir)
 int sandbox__cgroup_check(const struct sandbox_policy *p, struct sandbox_layer *l,
                           bool *memory_counted)
 {
+    char *texts[2];
+    struct view v = view_read(texts);
+    int rc = sandbox__cgroup_check_in(p, l, memory_counted, v.self, v.mountinfo);
+    free(texts[0]);
+    free(texts[1]);
+    return rc;
+}
+
+int sandbox__cgroup_check_in(const struct sandbox_policy *p, struct sandbox_layer *l,
+                             bool *memory_counted, const char *self,
+                             const char *mountinfo)
+{
+    const struct view view = {self, mountinfo};
     char dirs[SANDBOX_CGROUP_NCTL][PATH_MAX];
     *memory_counted = false;
-    int version = memory_version(dirs[0], sizeof dirs[0]);
+    int version = memory_version(&view, dirs[0], sizeof dirs[0]);
     if (version == 1) {
         for (int i = 1; i < SANDBOX_CGROUP_NCTL; i++)
-            if (locate_self(1, ctl_names[i], dirs[i], sizeof dirs[i]) < 0)
+            if (locate(&view, 1, ctl_names[i], dirs[i], sizeof dirs[i]) < 0)
                 dirs[i][0] = 0;
     } else if (version == 2) {
         for (int i = 1; i < SANDBOX_CGROUP_NCTL; i++)
@@ -678,6 +737,9 @@ int sandbox__cgroup_check(const struct sandbox_policy *p, struct sandbox_layer *
         if (p->memory_bytes)
             sandbox__layer_note(l, "the memory limit covers private memory only: shared "
                                    "memory and tmpfs are not counted");
+        if (p->cpus > 0)
+            sandbox__layer_note(
+                l, CPUS_UNENFORCED ": no cgroup caps the worker's CPU time", p->cpus);
         return 0;
     }
     const char *last = strrchr(dirs[0], '/');
@@ -708,6 +770,9 @@ int sandbox__cgroup_check(const struct sandbox_policy *p, struct sandbox_layer *
                        "v%d group %s: memory %s (shared memory, tmpfs and page cache "
                        "included), tasks %s%s",
                        version, last + 1, mem, tasks, cpu);
+    if (p->cpus > 0 && !cpu[0])
+        sandbox__layer_note(l, CPUS_UNENFORCED ": the worker's group has no CPU quota",
+                            p->cpus);
     if (p->memory_bytes && !*memory_counted) {
         l->state = SANDBOX_UNAVAILABLE;
         sandbox__layer_note(l, CGROUP_ASAN

@@ -10,6 +10,9 @@
 
 #include <stdarg.h>
 
+struct sandbox_cgroup;
+struct sandbox_cgroup_limits;
+
 /* report.c: what a layer writes into its part of the report. */
 
 /* Sets the state and replaces the detail. */
@@ -26,6 +29,16 @@ void sandbox__format_size(char *buf, size_t size, uint64_t n);
  * own the layer is UNAVAILABLE, with p->cgroup_note as the reason. */
 int sandbox__cgroup_check(const struct sandbox_policy *p, struct sandbox_layer *l,
                           bool *memory_counted);
+/* sandbox__cgroup_check as seen through the given texts of /proc/self/cgroup and
+ * /proc/self/mountinfo (borrowed), which say where the hierarchy lies: the unit tests
+ * point them at a folder laid out like a cgroup mount. */
+int sandbox__cgroup_check_in(const struct sandbox_policy *p, struct sandbox_layer *l,
+                             bool *memory_counted, const char *self,
+                             const char *mountinfo);
+/* sandbox_cgroup_create (cgroup.h) through the given texts, as above. */
+int sandbox__cgroup_create_in(struct sandbox_cgroup *cg, unsigned seq,
+                              const struct sandbox_cgroup_limits *lim, const char *self,
+                              const char *mountinfo);
 /* The folder of the group this process is in, from the texts of /proc/self/cgroup and
  * /proc/self/mountinfo: version 1 with a controller ("memory"), or version 2. 0, or
  * -ENOENT when the hierarchy is not there, or not mounted where this process sees it. */

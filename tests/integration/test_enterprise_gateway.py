@@ -459,7 +459,8 @@ def test_the_pod_template_starts_a_kernel_that_reports(jupyter_dir, tmp_path):
     assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
-    assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
+    assert pod["spec"]["securityContext"]["seccompProfile"] == {
+        "type": "Localhost", "localhostProfile": "profiles/sandpit.json"}
 
     gw = Gateway()
     low, high = port_range()

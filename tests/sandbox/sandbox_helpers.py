@@ -101,9 +101,10 @@ def kernel_info(k):
     return k.request("kernel_info")["content"]
 
 
-def check_sandbox(*args):
-    """`sandpit check-sandbox [args]`: {layer: (state, detail)}, in order."""
-    p = subprocess.run([SANDPIT, "check-sandbox", *args], capture_output=True,
+def check_sandbox(*args, launcher=()):
+    """`sandpit check-sandbox [args]`, run through launcher (a command that runs the
+    one it is given) if any: {layer: (state, detail)}, in order."""
+    p = subprocess.run([*launcher, SANDPIT, "check-sandbox", *args], capture_output=True,
                        text=True, timeout=TIMEOUT)
     assert p.returncode == 0, p.stderr
     layers = {}

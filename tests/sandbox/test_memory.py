@@ -1,11 +1,12 @@
 """Memory that RLIMIT_DATA does not count, and tasks that RLIMIT_NPROC does not
 bind for root (issue #9, hole 1): the worker runs in a cgroup of its own.
 
-Under a small --memory, a 4 GiB written anonymous shared mapping, a large
-MAP_SHARED mapping of a file in the workspace and a tmpfs filled from a cell all
-fail (MemoryError, or the worker stopped and the cell told so) or stay within the
-limit; the kernel lives on. Threads beyond the task limit are refused, even as
-root. The group is gone once its worker has ended.
+Under a small --memory, an anonymous shared mapping written in full, a
+MAP_SHARED mapping of a file in the workspace and a tmpfs filled from a cell, each
+a little larger than the worker's group may hold (sized from the limit, not from
+the machine), all fail (MemoryError, or the worker stopped and the cell told so)
+or stay within the limit; the kernel lives on. Threads beyond the task limit are
+refused, even as root. The group is gone once its worker has ended.
 
 Where the machine gives no cgroup (cgroup v2 without delegation, v1 without
 root), the report must say so and that the memory limit covers private memory
@@ -25,6 +26,10 @@ MEMORY_MIB = 256
 # The group's limit: the memory asked for, plus an eighth and at least 64 MiB more
 # for what RLIMIT_DATA leaves out (the interpreter's files, page tables, buffers).
 GROUP_MIB = MEMORY_MIB + max(MEMORY_MIB // 8, 64)
+# What each test makes a cell hold: more than the group's limit by itself, the
+# interpreter's own memory aside, and no more, so that the test means the same on a
+# machine that could not give gigabytes.
+OVER_BYTES = (GROUP_MIB + 128) << 20
 
 
 def layer(k, name):
@@ -106,18 +111,18 @@ print("written")
 """
 
 
-def test_a_4_gib_shared_anonymous_mapping(small):
+def test_a_shared_anonymous_mapping_above_the_limit(small):
     if ASAN:
         cgroup_memory(small)
         return
     counted = cgroup_memory(small)
     token = plant(small)
-    code = FILL_MAPPING.format(open="m = mmap.mmap(-1, 4 << 30)", size=4 << 30)
+    code = FILL_MAPPING.format(open="m = mmap.mmap(-1, %d)" % OVER_BYTES, size=OVER_BYTES)
     reply, _ = small.execute(code, timeout=120)
     c = reply["content"]
     if counted:
-        assert c["status"] == "error", "4 GiB of shared memory under a %d MiB limit" % \
-            GROUP_MIB
+        assert c["status"] == "error", "%d MiB of shared memory under a %d MiB limit" % \
+            (OVER_BYTES >> 20, GROUP_MIB)
         assert c["ename"] in ("MemoryError", "WorkerDied"), c
         if c["ename"] == "WorkerDied":
             assert worker_lost_to_memory(reply), c["evalue"]
@@ -143,8 +148,9 @@ for line in open("/proc/self/status"):
     if line.startswith("VmRSS:"):
         print("before", (int(line.split()[1]) >> 10) + 1)
 """ + FILL_MAPPING.format(
-        open="f = open('shared.bin', 'w+b')\nf.truncate(1 << 30)\n"
-             "m = mmap.mmap(f.fileno(), 1 << 30)", size=1 << 30) + """
+        open="f = open('shared.bin', 'w+b')\nf.truncate(%d)\n"
+             "m = mmap.mmap(f.fileno(), %d)" % (OVER_BYTES, OVER_BYTES),
+        size=OVER_BYTES) + """
 m.flush()
 for line in open("/proc/self/status"):
     if line.startswith("VmHWM:"):
@@ -179,10 +185,11 @@ for line in open("/proc/self/status"):
 @pytest.fixture
 def shm_folder():
     """A folder on tmpfs (/dev/shm), removed afterwards; None where there is none with
-    2 GiB free (the tests then say so and check nothing more)."""
+    room for what the tests write (the tests then say so and check nothing more)."""
     if not os.path.isdir("/dev/shm") or os.statvfs("/dev/shm").f_bavail * \
-            os.statvfs("/dev/shm").f_frsize < (2 << 30):
-        print("not applicable: no /dev/shm with 2 GiB free on this machine")
+            os.statvfs("/dev/shm").f_frsize < OVER_BYTES + (64 << 20):
+        print("not applicable: no /dev/shm with %d MiB free on this machine" %
+              ((OVER_BYTES >> 20) + 64))
         yield None
         return
     path = "/dev/shm/sandpit-test-%d-%d" % (os.getpid(), time.monotonic_ns())
@@ -195,10 +202,10 @@ FILL_FILE = """
 import os
 chunk = b"x" * (1 << 20)
 with open(os.path.join({folder}, "fill.bin"), "wb") as f:
-    for i in range(2 << 10):  # 2 GiB
+    for i in range(%d):  # MiB
         f.write(chunk)
 print("filled")
-"""
+""" % (OVER_BYTES >> 20)
 
 
 @pytest.mark.parametrize("where", ["workspace", "tmpdir"])
@@ -228,8 +235,8 @@ def test_filling_a_tmpfs(jupyter_dir, shm_folder, where):
         reply, _ = k.execute(FILL_FILE.format(folder=folder), timeout=120)
         c = reply["content"]
         if counted or where == "tmpdir":
-            assert c["status"] == "error", "2 GiB written to tmpfs under a %d MiB " \
-                "limit" % MEMORY_MIB
+            assert c["status"] == "error", "%d MiB written to tmpfs under a %d MiB " \
+                "limit" % (OVER_BYTES >> 20, GROUP_MIB)
             if c["ename"] == "WorkerDied":
                 assert worker_lost_to_memory(reply), c["evalue"]
             else:
@@ -359,27 +366,39 @@ os.execv(sys.argv[1], sys.argv[1:])
 """
 
 
-def start_without_cgroups(jupyter_dir, tmp_path, env):
-    """A kernel on a machine with no cgroup filesystem: for real, a launcher covers
-    /sys/fs/cgroup with an empty tmpfs in a mount namespace of its own (which needs
-    root); where this machine gives no cgroups anyway, the kernel as it is."""
-    import json
+def without_cgroups_launcher(tmp_path):
+    """The command that runs the one it is given on a machine with no cgroup
+    filesystem: for real, a launcher that covers /sys/fs/cgroup with an empty tmpfs
+    in a mount namespace of its own (which needs root); () where this machine gives
+    no cgroups anyway; None where they cannot be taken away."""
     import sys
-    from sandbox_helpers import SANDPIT
-    from sandpit_testing import install_spec, start
     if not machine_gives_cgroups():
         print("this machine gives no cgroups: the kernel runs as it is")
-        return start(install_spec(jupyter_dir, "--memory", str(MEMORY_MIB)),
-                     cwd=str(tmp_path), env=env)
+        return ()
     if os.geteuid() != 0:
         return None
     launcher = tmp_path / "no_cgroups.py"
     launcher.write_text(NO_CGROUPS)
+    return (sys.executable, str(launcher))
+
+
+def start_without_cgroups(jupyter_dir, tmp_path, env, *options):
+    """A kernel with --memory and options on a machine with no cgroup filesystem
+    (without_cgroups_launcher), or None."""
+    import json
+    from sandbox_helpers import SANDPIT
+    from sandpit_testing import install_spec, start
+    launcher = without_cgroups_launcher(tmp_path)
+    if launcher is None:
+        return None
+    if not launcher:
+        return start(install_spec(jupyter_dir, "--memory", str(MEMORY_MIB), *options),
+                     cwd=str(tmp_path), env=env)
     folder = jupyter_dir / "share" / "jupyter" / "kernels" / "sandpit-no-cgroups"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, str(launcher), os.path.realpath(SANDPIT), "kernel", "-f",
-                 "{connection_file}", "--memory", str(MEMORY_MIB)],
+        "argv": [*launcher, os.path.realpath(SANDPIT), "kernel", "-f",
+                 "{connection_file}", "--memory", str(MEMORY_MIB), *options],
         "display_name": "sandpit without cgroups", "language": "python",
         "interrupt_mode": "message"}))
     return start("sandpit-no-cgroups", cwd=str(tmp_path), env=env)
@@ -405,7 +424,7 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
         assert "shared anonymous memory refused" in layer(k, "seccomp")["detail"]
         assert "small private tmpfs" in layer(k, "mount-namespace")["detail"]
         token = plant(k)
-        reply, _ = k.execute("import mmap\nm = mmap.mmap(-1, 4 << 30)")
+        reply, _ = k.execute("import mmap\nm = mmap.mmap(-1, %d)" % OVER_BYTES)
         assert reply["content"]["ename"] == "PermissionError", reply["content"]
         # in words, as the other refusals are, not a bare "[Errno 1]"
         assert "shared memory is refused in this kernel's sandbox" in \
@@ -434,6 +453,35 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
                 and "image/png" in m["content"]["data"]]
     finally:
         stop(k)
+
+
+CPU_CAP_UNENFORCED = "the CPU cap (--cpus 0.5) is not enforced on this machine"
+
+
+def test_without_cgroups_the_cpu_cap_is_said_not_to_be_enforced(jupyter_dir, tmp_path):
+    """--cpus needs a cgroup: without one, the kernel_info report and check-sandbox
+    say that the cap is not enforced, as they say what the memory limit covers."""
+    from sandbox_helpers import check_sandbox
+    k = start_without_cgroups(jupyter_dir, tmp_path, dict(os.environ), "--cpus", "0.5")
+    if k is None:
+        print("not applicable: cgroups cannot be taken away here without root")
+        return
+    try:
+        k.run("pass")
+        cg = layer(k, "cgroup")
+        print("cgroup: %s" % cg["detail"])
+        assert cg["state"] == "unavailable", cg
+        assert CPU_CAP_UNENFORCED in cg["detail"], cg
+        assert "CPU 0.5" not in cg["detail"], cg
+    finally:
+        stop(k)
+    state, detail = check_sandbox("--cpus", "0.5", "--memory", str(MEMORY_MIB),
+                                  launcher=without_cgroups_launcher(tmp_path))["cgroup"]
+    assert state == "unavailable" and CPU_CAP_UNENFORCED in detail, detail
+    # without --cpus there is no cap to speak of
+    state, detail = check_sandbox("--memory", str(MEMORY_MIB),
+                                  launcher=without_cgroups_launcher(tmp_path))["cgroup"]
+    assert "CPU cap" not in detail, detail
 
 
 SYSV = r"""
@@ -474,7 +522,7 @@ def test_cpus_caps_the_workers_cpu_time(jupyter_dir, tmp_path):
         cg = layer(k, "cgroup")
         if not machine_gives_cgroups():
             print("no cgroup here: %s" % cg["detail"])
-            assert "CPU" not in cg["detail"] or cg["state"] != "active"
+            assert cg["state"] != "active" and CPU_CAP_UNENFORCED in cg["detail"], cg
             return
         assert cg["state"] == "active" and "CPU 0.5" in cg["detail"], cg
         dirs = cgroup_dirs_of(int(k.run("import os\nprint(os.getpid())")))

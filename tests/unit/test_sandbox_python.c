@@ -40,6 +40,10 @@
 #define UNDER_ASAN 0
 #endif
 
+/* The worker's memory limit (RLIMIT_DATA, and its cgroup's where there is one): the
+ * cells size what must fail from it (MEMORY_LIMIT), not from the machine. */
+#define MEMORY_LIMIT (UNDER_ASAN ? 0 : 2ull << 30)
+
 struct env {
     char ws[64], td[64], home_secret[256];
     char *cells; /* the fixture, read before the sandbox hides it */
@@ -139,7 +143,7 @@ static _Noreturn void worker(const struct env *e)
     static const char *const python_paths[] = {"/etc/python" SANDPIT_PY_SHORT, NULL};
     p.ro_paths = python_paths;
     p.cgroup_note = e->cgroup.detail;
-    p.memory_bytes = UNDER_ASAN ? 0 : 2ull << 30;
+    p.memory_bytes = MEMORY_LIMIT;
     p.max_file_bytes = 1 << 20;
     sandbox_report_init(&r);
     if (sandbox_enter(&p, &r) != 0) {
@@ -167,8 +171,8 @@ static _Noreturn void worker(const struct env *e)
 
     char prelude[1024];
     snprintf(prelude, sizeof prelude,
-             "WS = '%s'\nTD = '%s'\nHOME_SECRET = '%s'\nPORT = %d\nMEMORY_LIMIT = %s\n",
-             e->ws, e->td, e->home_secret, e->port, p.memory_bytes ? "True" : "False");
+             "WS = '%s'\nTD = '%s'\nHOME_SECRET = '%s'\nPORT = %d\nMEMORY_LIMIT = %llu\n",
+             e->ws, e->td, e->home_secret, e->port, (unsigned long long)p.memory_bytes);
     if (run(prelude) != 0 || run(e->cells) != 0)
         _exit(15);
 
@@ -192,8 +196,7 @@ static void test_python_under_the_sandbox(void)
 {
     struct env e;
     env_init(&e);
-    struct sandbox_cgroup_limits lim = {UNDER_ASAN ? 0 : 2ull << 30, SANDBOX_MAX_TASKS,
-                                        0};
+    struct sandbox_cgroup_limits lim = {MEMORY_LIMIT, SANDBOX_MAX_TASKS, 0};
     if (sandbox_cgroup_create(&e.cgroup, 1, &lim) < 0)
         fprintf(stderr, "    no cgroup here (%s): the worker runs without\n",
                 e.cgroup.detail);
