@@ -31,6 +31,7 @@
 #define CHILD_RETIRED 4  /* groups of stopped workers not reaped yet */
 #define READ_TURNS    64 /* reads of the link per event, so a flood cannot hold the loop */
 #define TRIM_AFTER    (1u << 20) /* a frame this large: give freed memory back after it */
+#define TRIM_IDLE_S   0.5        /* ... once no large frame has come for this long */
 
 struct child {
     struct loop *loop;
@@ -46,6 +47,7 @@ struct child {
     bool link_closed;  /* the link closed before the process ended */
     int log_fd;        /* the read end of the worker's fd 2; -1 when none */
     long long log_event;
+    long long trim_timer; /* gives memory back once large frames stop; 0: none */
     char log_buf[1024];
     size_t log_len;
     struct sandbox_cgroup cgroup;                 /* the running worker's group */
@@ -247,6 +249,7 @@ void child_free(struct child *c)
     if (!c)
         return;
     child_stop(c);
+    loop_del_timer(c->loop, c->trim_timer);
     sweep_groups(c);
     for (int i = 0; i < CHILD_RETIRED; i++)
         sandbox_cgroup_release(&c->retired[i]);
@@ -302,13 +305,31 @@ static int flush_out(struct child *c)
     return 0;
 }
 
-/* After a large frame: the reader's buffer goes back, and so does what the
- * allocator holds free (the frame's copy, its parsed JSON). */
+static double on_trim(struct loop *l, long long id, void *data)
+{
+    (void)l;
+    (void)id;
+    struct child *c = data;
+    c->trim_timer = 0;
+    link_reader_shrink(&c->reader);
+    malloc_trim(0);
+    return LOOP_NOMORE;
+}
+
+/* After a large frame, and once large frames stop coming: the reader's buffer
+ * goes back, and so does what the allocator holds free (the frame's copy, its
+ * parsed JSON, the message made of it). Not after each one: a page given back
+ * costs a fault when it is used again (tens of microseconds on a virtual
+ * machine), and a stream of large outputs would pay it for every byte, several
+ * times over. The allocator keeps large blocks in its heap meanwhile
+ * (supervisor.c). */
 static void give_back(struct child *c, size_t largest)
 {
-    size_t freed = link_reader_shrink(&c->reader);
-    if (largest >= TRIM_AFTER || freed)
-        malloc_trim(0);
+    if (largest < TRIM_AFTER && c->reader.cap <= LINK_READER_KEEP)
+        return;
+    loop_del_timer(c->loop, c->trim_timer);
+    long long id = loop_add_timer(c->loop, TRIM_IDLE_S, on_trim, c);
+    c->trim_timer = id > 0 ? id : 0;
 }
 
 static void read_link(struct child *c)

@@ -380,12 +380,14 @@ static int open_gateway(struct supervisor *s)
 static int supervisor_init(struct supervisor *s, struct options *opts, struct gateway *gw)
 {
     memset(s, 0, sizeof *s);
-    /* Large blocks (a chart on its way, the worker's frames) are mapped apart and
-     * unmapped when freed, rather than left in the heap: one large output must not
-     * keep the supervisor large. Fixing the threshold also stops glibc raising it
-     * after the first large block is freed. */
-    mallopt(M_MMAP_THRESHOLD, 256 << 10);
-    mallopt(M_TRIM_THRESHOLD, 8 << 20);
+    /* Large blocks (a chart on its way, the worker's frames and the messages made
+     * of them) come from the heap and go back to it when freed, so that the next
+     * large output reuses their pages rather than faulting in new ones; child.c
+     * gives the heap back to the system once large frames stop coming. Fixed,
+     * the thresholds are not moved by glibc: only blocks over 64 MiB are mapped
+     * apart, and free() itself never trims. */
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
     s->opts = opts;
     s->gateway = gw;
     s->sigfd = -1;
