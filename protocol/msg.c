@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "protocol/dump.h"
 #include "protocol/errbuf.h"
 
 int msg_session_init(struct msg_session *s, const char *username)
@@ -277,11 +278,12 @@ int msg_serialize(const struct msg *m, const struct sign *s, struct wire_frame *
                                         m->content};
     struct sign_part sp[WIRE_NPARTS];
     for (int i = 0; i < WIRE_NPARTS; i++, k++) {
-        char *text = json_dumps(parts[i], JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t len = 0;
+        char *text = dump_part(parts[i], &len);
         if (!text)
             goto fail;
         f[k].data = text;
-        f[k].len = strlen(text);
+        f[k].len = len;
         sp[i].data = text;
         sp[i].len = f[k].len;
     }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "protocol/connection.h"
+#include "protocol/dump.h"
 #include "protocol/msg.h"
 #include "protocol/sign.h"
 #include "protocol/wire.h"
@@ -519,6 +520,105 @@ static void test_msg_date(void)
         CHECK(d[i] >= '0' && d[i] <= '9');
 }
 
+/* A string of n bytes with every kind of byte a JSON string escapes in it. */
+static json_t *large_string(size_t n, unsigned seed)
+{
+    char *s = malloc(n);
+    static const char mix[] = "ab\"\\\n\t\r\b\f\x01\x1f/\x7f\xc3\xa9z";
+    for (size_t i = 0; i < n; i++)
+        s[i] = (char)('a' + (i * 7 + seed) % 26);
+    /* whole UTF-8 sequences only: é is copied as its two bytes */
+    for (size_t i = 0; i + sizeof mix < n; i += 997)
+        memcpy(s + i, mix, sizeof mix - 1);
+    s[n / 2] = 0; /* jansson strings may hold NUL */
+    json_t *v = json_stringn(s, n);
+    free(s);
+    return v;
+}
+
+/* dump_part's text must parse back to the object, whatever holds its large
+ * strings, and be jansson's own text when it holds none. */
+static void check_dump(json_t *v)
+{
+    size_t len = 0;
+    char *text = dump_part(v, &len);
+    REQUIRE(text);
+    json_error_t e;
+    json_t *back = json_loadb(text, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
+    if (!back)
+        fprintf(stderr, "    not JSON: %s at %d: %.60s\n", e.text, e.position,
+                text + (e.position > 20 ? e.position - 20 : 0));
+    CHECK(back != NULL);
+    CHECK(json_equal(back, v));
+    json_decref(back);
+    free(text);
+}
+
+static void test_dump_splices_large_strings(void)
+{
+    size_t big = DUMP_LARGE_STRING + 3;
+    json_t *stream =
+        json_pack("{s:s, s:o}", "name", "stdout", "text", large_string(big, 1));
+    check_dump(stream);
+    json_t *display = json_pack(
+        "{s:{s:s, s:o, s:o}, s:{s:{s:i}}, s:{}}", "data", "text/plain", "<Figure>",
+        "image/png", large_string(big, 2), "text/html", large_string(2 * big, 3),
+        "metadata", "image/png", "width", 640, "transient");
+    check_dump(display);
+    /* large strings only, at both depths, and keys that need escaping */
+    json_t *only = json_pack("{s:o, s:{s:o}}", "t\"x\n", large_string(big, 4), "d", "k\\",
+                             large_string(big, 5));
+    check_dump(only);
+    /* more large strings than are spliced: the rest go through jansson */
+    json_t *many = json_object();
+    json_t *data = json_object();
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        json_object_set_new(data, key, large_string(big, (unsigned)i));
+    }
+    json_object_set_new(many, "data", data);
+    check_dump(many);
+    /* deeper than one level is jansson's, and so is a part with nothing large */
+    json_t *deep = json_pack("{s:{s:{s:o}}, s:[o]}", "a", "b", "c", large_string(big, 6),
+                             "l", large_string(big, 7));
+    check_dump(deep);
+    json_t *small = json_pack("{s:s, s:[i, n, b]}", "a", "b", "c", 1, 1);
+    size_t len;
+    char *ours = dump_part(small, &len), *theirs = json_dumps(small, JSON_COMPACT);
+    CHECK_STR(ours, theirs);
+    free(ours);
+    free(theirs);
+    json_t *str = json_string("not an object");
+    check_dump(str);
+    json_decref(str);
+    json_decref(small);
+    json_decref(deep);
+    json_decref(many);
+    json_decref(only);
+    json_decref(display);
+    json_decref(stream);
+}
+
+/* The escaping itself, byte for byte as jansson writes it. */
+static void test_dump_string_escapes_as_jansson_does(void)
+{
+    char all[256];
+    for (int i = 0; i < 128; i++)
+        all[i] = (char)i;
+    size_t n = 128;
+    char *out = malloc(dump_string_size(all, n) + 1);
+    size_t w = dump_string(out, all, n);
+    CHECK_INT((int)w, (int)dump_string_size(all, n));
+    out[w] = 0;
+    json_t *v = json_stringn(all, n);
+    char *theirs = json_dumps(v, JSON_ENCODE_ANY);
+    CHECK_STR(out, theirs);
+    free(theirs);
+    json_decref(v);
+    free(out);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_connection_parse),
     TESTING_CASE(test_connection_ipc_and_defaults),
@@ -535,6 +635,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_msg_bad_signature),
     TESTING_CASE(test_msg_round_trip),
     TESTING_CASE(test_msg_date),
+    TESTING_CASE(test_dump_splices_large_strings),
+    TESTING_CASE(test_dump_string_escapes_as_jansson_does),
     {0},
 };
 
