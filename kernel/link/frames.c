@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -395,7 +396,123 @@ int link_iopub_parse(const json_t *obj, struct link_iopub *out, char *err, size_
     out->parent = str(&c, "parent", false, LINK_ID_MAX);
     out->content = object(&c, "content", true);
     out->metadata = object(&c, "metadata", false);
+    json_t *raw = json_object_get(obj, "raw");
+    if (raw && !json_is_null(raw)) {
+        if (!json_is_array(raw) || json_array_size(raw) > LINK_MAX_RAW)
+            fail(&c, "\"raw\" is not an array of at most %d paths", LINK_MAX_RAW);
+        size_t i;
+        json_t *path;
+        json_array_foreach(raw, i, path)
+        {
+            size_t n = json_array_size(path), j;
+            json_t *key;
+            if (!json_is_array(path) || n < 1 || n > 2)
+                fail(&c, "a path of \"raw\" is not one or two keys");
+            json_array_foreach(path, j, key)
+            {
+                if (!json_is_string(key) || json_string_length(key) > LINK_ID_MAX ||
+                    strlen(json_string_value(key)) != json_string_length(key))
+                    fail(&c, "a key of \"raw\" is not a short string without NUL");
+            }
+        }
+        out->raw = raw;
+    }
     return c.rc;
+}
+
+/* Whether s[0, len) is UTF-8 as JSON text may hold it: no overlong forms, no
+ * surrogates, nothing past U+10FFFF, and (as the JSON the supervisor reads)
+ * no NUL. ASCII, the common case, eight bytes at a time. */
+static bool text_ok(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        if (i + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            /* no byte with its top bit set, and none zero */
+            if (!(w & 0x8080808080808080ull) &&
+                !((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c == 0)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 2, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF)
+            n = 3, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 4, cp = c & 0x07;
+        else
+            return false;
+        if (i + n > len)
+            return false;
+        for (size_t k = 1; k < n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+int link_iopub_take_raw(struct link_iopub *f, const struct wire_frame *buffers,
+                        size_t nbuffers, size_t *left, char *err, size_t errlen)
+{
+    size_t n = json_array_size(f->raw);
+    *left = nbuffers;
+    if (n > nbuffers) {
+        snprintf(err, errlen, "iopub: %zu raw texts named and %zu buffers", n, nbuffers);
+        return -EBADMSG;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct wire_frame *b = &buffers[nbuffers - n + i];
+        json_t *path = json_array_get(f->raw, i);
+        const char *k1 = json_string_value(json_array_get(path, 0));
+        const char *k2 = json_string_value(json_array_get(path, 1));
+        json_t *into = f->content;
+        if (k2) {
+            into = json_object_get(f->content, k1);
+            if (!into) {
+                into = json_object();
+                if (!into || json_object_set_new(f->content, k1, into) != 0)
+                    return -ENOMEM;
+            }
+            if (!json_is_object(into)) {
+                snprintf(err, errlen, "iopub: raw text for \"%s\", not an object", k1);
+                return -EBADMSG;
+            }
+        }
+        const char *key = k2 ? k2 : k1;
+        if (json_object_get(into, key)) {
+            snprintf(err, errlen, "iopub: raw text for \"%s\", which is there already",
+                     key);
+            return -EBADMSG;
+        }
+        if (!text_ok((const unsigned char *)b->data, b->len)) {
+            snprintf(err, errlen,
+                     "iopub: raw text for \"%s\" that is not UTF-8 or holds a NUL", key);
+            return -EBADMSG;
+        }
+        json_t *v = json_stringn_nocheck(b->data, b->len);
+        if (!v || json_object_set_new(into, key, v) != 0)
+            return -ENOMEM;
+    }
+    *left = nbuffers - n;
+    return 0;
 }
 
 json_t *link_reply_build(const struct link_reply *f)

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "protocol/wire.h"
+
 #define LINK_ID_MAX 127 /* longest shell id or msg_id a frame may carry */
 /* The worker's numbers for its history queries: whole numbers JSON keeps exact. */
 #define LINK_HISTORY_ID_MAX ((1LL << 53) - 1)
@@ -93,11 +95,20 @@ struct link_hello {
     json_t *sandbox; /* array of {"name", "state", "detail"} strings */
 };
 
+/* Raw text: large strings of an iopub frame's content (a stream's "text", a
+ * display's "data" values) may travel as buffers beside the JSON, as UTF-8,
+ * so that neither end escapes and parses them as JSON. The frame's "raw"
+ * lists where each goes in content, a path of one or two keys ([key] or
+ * [member, key]); they are the frame's last buffers, in that order. */
+#define LINK_MAX_RAW 16
+#define LINK_RAW_MIN (64u << 10) /* shorter strings stay in the JSON */
+
 struct link_iopub {
     const char *msg_type; /* stream, display_data, ... (the kinds a worker may publish) */
     const char *parent;   /* msg_id of the request it belongs to; NULL: not named */
     json_t *content;      /* object */
     json_t *metadata;     /* object or NULL */
+    json_t *raw;          /* array of paths (checked), or NULL: no raw text */
 };
 
 struct link_reply {
@@ -131,6 +142,15 @@ json_t *link_reply_build(const struct link_reply *f);
 json_t *link_input_request_build(const struct link_input_request *f);
 json_t *link_history_build(const struct link_history *f);
 json_t *link_history_reply_build(const struct link_history_reply *f);
+
+/* Puts an iopub frame's raw text (the last json_array_size(f->raw) of its
+ * nbuffers buffers, borrowed) into f->content where f->raw says, as strings;
+ * *left is then the number of buffers that are the message's own. 0, or
+ * -EBADMSG with a sentence in err (too few buffers, text that is not UTF-8 or
+ * holds a NUL, a path whose place is taken or whose member is not an object);
+ * content may then hold some of the text. */
+int link_iopub_take_raw(struct link_iopub *f, const struct wire_frame *buffers,
+                        size_t nbuffers, size_t *left, char *err, size_t errlen);
 
 /* Parsers: 0 with *out filled (borrowed from obj), or -EBADMSG with a sentence
  * in err. obj must be a frame of that kind (see link_decode). */

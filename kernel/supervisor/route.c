@@ -53,9 +53,20 @@ static void lie(struct kernel *k, const char *what)
     k->io.restart_worker(k->io.ctx, why);
 }
 
-static void worker_iopub(struct kernel *k, const struct link_iopub *f,
+static void worker_iopub(struct kernel *k, struct link_iopub *f,
                          const struct link_frame *raw)
 {
+    /* Large strings that came as raw text go into the content first: the caps
+     * and the history see them as any other. */
+    size_t nbuffers = raw->nbuffers;
+    char err[256];
+    int rc = f->raw ? link_iopub_take_raw(f, raw->buffers, raw->nbuffers, &nbuffers, err,
+                                          sizeof err)
+                    : 0;
+    if (rc) {
+        bad_frame(k, rc == -ENOMEM ? "out of memory taking its raw text" : err);
+        return;
+    }
     /* Its parent: the request it names (running, or run lately), else the main
      * shell's running request. */
     struct request *r = f->parent ? shells_running(k, f->parent) : NULL;
@@ -71,8 +82,7 @@ static void worker_iopub(struct kernel *k, const struct link_iopub *f,
             history_set_output(&k->history, r->execution_count, text);
     }
     json_t *c = json_incref(f->content);
-    outbox_publish_full(k, parent, f->msg_type, &c, f->metadata, raw->buffers,
-                        raw->nbuffers);
+    outbox_publish_full(k, parent, f->msg_type, &c, f->metadata, raw->buffers, nbuffers);
 }
 
 static void worker_hello(struct kernel *k, const struct link_hello *f)

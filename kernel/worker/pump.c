@@ -141,10 +141,14 @@ static size_t utf8_clean(const char *src, size_t len, bool final, char **out,
     return i;
 }
 
+/* A stream message. Its text (valid UTF-8: see take_utf8) goes in the JSON, or,
+ * when long, beside it as raw text (frames.h), escaped by no one on the way. */
 static void send_stream(int which, const char *text, size_t len, const char *tag)
 {
+    bool raw = len >= LINK_RAW_MIN;
     json_t *content =
-        json_pack("{s:s, s:s%}", "name", stream_names[which], "text", text, len);
+        raw ? json_pack("{s:s}", "name", stream_names[which])
+            : json_pack("{s:s, s:s%}", "name", stream_names[which], "text", text, len);
     json_t *obj = content ? link_iopub_build(&(struct link_iopub){
                                 .msg_type = "stream",
                                 .parent = tag[0] ? tag : NULL,
@@ -152,8 +156,16 @@ static void send_stream(int which, const char *text, size_t len, const char *tag
                             })
                           : NULL;
     json_decref(content);
-    if (obj)
-        uplink_send_frame(obj);
+    if (obj && raw && json_object_set_new(obj, "raw", json_pack("[[s]]", "text")) != 0) {
+        json_decref(obj);
+        obj = NULL;
+    }
+    char *json = obj ? link_encode_text(obj) : NULL;
+    if (json) {
+        struct wire_frame body = {(void *)text, len};
+        uplink_send(json, strlen(json), raw ? &body : NULL, raw ? 1 : 0);
+    }
+    free(json);
     json_decref(obj);
 }
 

@@ -40,7 +40,9 @@ const char *pyrt_version(void)
 
 /* --- the _sandpit module ------------------------------------------------------- */
 
-/* send(json: bytes | str, buffers: sequence of bytes-like = ()) -> None */
+/* send(json: bytes | str, buffers: sequence of bytes-like or str = ()) -> None.
+ * A str buffer goes as its UTF-8, without a copy when it is ASCII (a chart's
+ * base64): the raw text of an iopub frame (frames.h). */
 static PyObject *sp_send(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -50,6 +52,7 @@ static PyObject *sp_send(PyObject *self, PyObject *args)
         return NULL;
     struct wire_frame frames[LINK_MAX_BUFFERS];
     Py_buffer views[LINK_MAX_BUFFERS];
+    bool viewed[LINK_MAX_BUFFERS] = {0};
     Py_ssize_t n = 0;
     PyObject *seq = NULL;
     PyObject *result = NULL;
@@ -62,9 +65,19 @@ static PyObject *sp_send(PyObject *self, PyObject *args)
             goto out;
         }
         for (; n < PySequence_Fast_GET_SIZE(seq); n++) {
-            if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, n), &views[n],
-                                   PyBUF_CONTIG_RO) < 0)
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, n);
+            if (PyUnicode_Check(item)) {
+                Py_ssize_t len;
+                const char *utf8 = PyUnicode_AsUTF8AndSize(item, &len);
+                if (!utf8)
+                    goto out;
+                frames[n].data = (void *)utf8;
+                frames[n].len = (size_t)len;
+                continue;
+            }
+            if (PyObject_GetBuffer(item, &views[n], PyBUF_CONTIG_RO) < 0)
                 goto out;
+            viewed[n] = true;
             frames[n].data = views[n].buf;
             frames[n].len = (size_t)views[n].len;
         }
@@ -92,7 +105,8 @@ static PyObject *sp_send(PyObject *self, PyObject *args)
     result = Py_NewRef(Py_None);
 out:
     for (Py_ssize_t i = 0; i < n; i++)
-        PyBuffer_Release(&views[i]);
+        if (viewed[i])
+            PyBuffer_Release(&views[i]);
     Py_XDECREF(seq);
     PyBuffer_Release(&json);
     return result;

@@ -497,3 +497,35 @@ def test_libraries_preloaded_before_start_up_are_adjusted_too(kernel_with):
     assert kinds(outputs) == ["stream", "display_data"]
     assert stdout_of(outputs) == "sandpit.display sandpit.display 20\n"
     assert len(images(outputs)) == 1
+
+
+# Text in which JSON escapes something at every turn: quotes, backslashes,
+# control characters, and characters of two, three and four bytes in UTF-8.
+TRICKY = 'a"b\\c\nd\te\x01f\x1fg/h\u00e9\u20ac\U0001f600 '
+
+
+def test_large_outputs_arrive_byte_for_byte(kernel):
+    """Large strings (a long stream, a big HTML table, a chart's base64) travel
+    from the worker to the supervisor beside the JSON as raw text, and are
+    escaped once, by the supervisor, into the message: what the client reads
+    must be exactly what the cell made, whichever way each went."""
+    kernel.run("TRICKY = %r\n"
+               "big = TRICKY * 20000\n"
+               "png = b'\\x89PNG\\r\\n\\x1a\\n' + bytes(range(256)) * 2000" % TRICKY)
+    big = TRICKY * 20000
+    reply, outputs = kernel.execute("import sys\nsys.stdout.write(big); sys.stdout.flush()")
+    assert reply["content"]["status"] == "ok"
+    assert stdout_of(outputs) == big
+    reply, outputs = kernel.execute(
+        "from IPython.display import HTML, Image, display\n"
+        "display(HTML('<p>' + big + '</p>'))\n"
+        "display(Image(data=png, format='png'))\n"
+        "big")
+    assert reply["content"]["status"] == "ok"
+    data = [m["content"]["data"] for m in outputs
+            if m["msg_type"] in ("display_data", "execute_result")]
+    assert len(data) == 3, [m["msg_type"] for m in outputs]
+    assert data[0]["text/html"] == "<p>" + big + "</p>"
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2000
+    assert base64.b64decode(data[1]["image/png"]) == png
+    assert data[2]["text/plain"] == repr(big)

@@ -187,3 +187,64 @@ def test_no_other_module_spells_a_kind_of_frame():
             if found:
                 spelled[name] = sorted(found)
     assert spelled == {}
+
+
+# --- raw text -----------------------------------------------------------------------
+
+
+def c_define(name):
+    """The value of a #define of kernel/link/frames.h (an integer expression)."""
+    with open(os.path.join(ROOT, "kernel", "link", "frames.h")) as f:
+        for line in f:
+            parts = line.split(None, 2)
+            if parts[:2] == ["#define", name]:
+                expr = parts[2].split("/*")[0].replace("u", "")
+                return eval(expr, {})
+    raise AssertionError(name + " is not in frames.h")
+
+
+def test_raw_text_limits_are_those_of_the_c_side():
+    assert link.RAW_MIN == c_define("LINK_RAW_MIN")
+    assert link.RAW_MAX == c_define("LINK_MAX_RAW")
+
+
+def test_large_strings_go_beside_the_json():
+    big = "x" * link.RAW_MIN
+    accented = "é" * link.RAW_MIN
+    content = {"data": {"text/plain": "<Figure>", "image/png": big, "text/html": accented},
+               "metadata": {}, "text": big, "small": "y"}
+    frame = link.iopub("display_data", content, parent="m")
+    out, paths, texts = link._take_raw(frame)
+    assert paths == [["data", "image/png"], ["data", "text/html"], ["text"]]
+    # ASCII goes as the str itself (the C side takes its bytes), the rest as UTF-8
+    assert texts[0] is big and texts[2] is big
+    assert texts[1] == accented.encode("utf-8")
+    assert out["raw"] == paths
+    assert out["content"] == {"data": {"text/plain": "<Figure>"}, "metadata": {},
+                              "small": "y"}
+    # what the caller holds is left as it was (a display's bundle may be shown again)
+    assert frame["content"] is content and content["data"]["image/png"] is big
+    assert "raw" not in frame
+    # and once the supervisor puts the texts back, the frame means what it did
+    back = json.loads(link.dumps(out))
+    for path, text in zip(back.pop("raw"), texts):
+        place = back["content"]
+        for key in path[:-1]:
+            place = place.setdefault(key, {})
+        place[path[-1]] = text if isinstance(text, str) else text.decode("utf-8")
+    assert back == json.loads(link.dumps(frame))
+
+
+def test_what_stays_in_the_json():
+    lone = "\ud800" + "x" * link.RAW_MIN  # a lone surrogate: no UTF-8 for it
+    deep = {"a": {"b": "x" * link.RAW_MIN}}  # deeper than a member's member
+    many = {"data": {"k%d" % i: "x" * link.RAW_MIN for i in range(link.RAW_MAX + 3)}}
+    for content, expect in (({"text": "x" * (link.RAW_MIN - 1)}, 0), ({"text": lone}, 0),
+                            ({"nest": deep}, 0), (many, link.RAW_MAX)):
+        out, paths, _ = link._take_raw(link.iopub("stream", content))
+        assert len(paths) == expect
+        if not expect:
+            assert "raw" not in out
+    # only iopub frames have raw text
+    reply = link.reply("", "m", {"status": "ok", "text": "x" * link.RAW_MIN})
+    assert link._take_raw(reply) == (reply, [], [])

@@ -57,6 +57,30 @@ def test_a_forged_reply_does_not_end_the_cell(box):
     assert stdout_of(outputs) == "next\n"
 
 
+def test_raw_text_counts_and_must_be_text(box):
+    """Large strings travel beside the JSON as raw text: they count against the
+    caps as any output does, and raw text that is not UTF-8, or claims a place
+    that is taken, or is not there, drops its frame (and nothing else)."""
+    box.run(FORGE + "frame = {'type': 'iopub', 'msg_type': 'stream',\n"
+                    "         'content': {'name': 'stdout'}, 'raw': [['text']]}\n")
+    reply, outputs = box.execute(
+        "_sandpit.send(json.dumps(frame).encode(), ['y' * 50000])\n"
+        "print('capped')")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    out = stdout_of(outputs)
+    assert out == "y" * MAX_OUTPUT, len(out)
+    assert "more bytes of output were dropped" in stdout_of(outputs, "stderr")
+    reply, outputs = box.execute(
+        "for bad, text in ((frame, b'\\xc0\\xaf'), (frame, b'a\\x00b'),\n"
+        "                  (dict(frame, content={'name': 'stdout', 'text': 'taken'}), 'z'),\n"
+        "                  (dict(frame, raw=[['text'], ['more']]), 'z')):\n"
+        "    _sandpit.send(json.dumps(bad).encode(), [text])\n"
+        "_sandpit.send(json.dumps(frame).encode(), ['caf\\u00e9 \\\\ \"quoted\"\\n'])\n"
+        "print('end')")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert stdout_of(outputs) == 'caf\u00e9 \\ "quoted"\nend\n'
+
+
 def test_images_count_apart_from_text(box):
     """A text cap of 10,000 bytes keeps charts of 60 kB; images stop at their own
     budget, with the text of the display kept, and a line says so."""

@@ -629,6 +629,85 @@ static void test_spawn_refuses_what_is_not_its_message(void)
     close(p[1]);
 }
 
+/* An iopub frame with "raw" as given (JSON text), parsed. */
+static int raw_frame(const char *raw_json, json_t **obj, struct link_iopub *f)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"type\": \"iopub\", \"msg_type\": \"display_data\", "
+             "\"content\": {\"data\": {\"text/plain\": \"x\"}, \"n\": 1}, \"raw\": %s}",
+             raw_json);
+    enum link_kind kind;
+    char err[256];
+    if (link_decode(text, strlen(text), &kind, obj, err, sizeof err) != 0)
+        return -1;
+    return link_iopub_parse(*obj, f, err, sizeof err);
+}
+
+static void test_raw_text_goes_where_its_path_says(void)
+{
+    json_t *obj;
+    struct link_iopub f;
+    REQUIRE(raw_frame("[[\"data\", \"image/png\"], [\"text\"], [\"new\", \"k\"]]", &obj,
+                      &f) == 0);
+    REQUIRE(f.raw);
+    struct wire_frame b[4] = {{"comm buffer", 11},
+                              {"iVBOR\"\\\n", 8},
+                              {"caf\xc3\xa9 \xf0\x9f\x98\x80", 10},
+                              {"", 0}};
+    size_t left = 99;
+    char err[256] = "";
+    CHECK_INT(link_iopub_take_raw(&f, b, 4, &left, err, sizeof err), 0);
+    CHECK_INT((int)left, 1);
+    json_t *data = json_object_get(f.content, "data");
+    CHECK_STR(json_string_value(json_object_get(data, "image/png")), "iVBOR\"\\\n");
+    CHECK_STR(json_string_value(json_object_get(data, "text/plain")), "x");
+    CHECK_STR(json_string_value(json_object_get(f.content, "text")),
+              "caf\xc3\xa9 \xf0\x9f\x98\x80");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(f.content, "new"), "k")),
+              "");
+    json_decref(obj);
+}
+
+static void test_raw_text_that_does_not_fit_is_refused(void)
+{
+    static const struct {
+        const char *raw, *text;
+        size_t len;
+        const char *why;
+    } cases[] = {
+        {"[[\"text\"]]", "\xc0\xaf", 2, "not UTF-8"},              /* overlong '/' */
+        {"[[\"text\"]]", "\xed\xa0\x80", 3, "not UTF-8"},          /* a surrogate */
+        {"[[\"text\"]]", "\xf4\x90\x80\x80", 4, "not UTF-8"},      /* past U+10FFFF */
+        {"[[\"text\"]]", "ok\xe2\x82", 4, "not UTF-8"},            /* cut short */
+        {"[[\"text\"]]", "abcdefgh\0ijklmnop", 17, "holds a NUL"}, /* NUL, fast path */
+        {"[[\"n\"]]", "x", 1, "there already"}, /* its place is taken */
+        {"[[\"data\", \"text/plain\"]]", "x", 1, "there already"},
+        {"[[\"n\", \"k\"]]", "x", 1, "not an object"},
+        {"[[\"text\"], [\"more\"]]", "x", 1, "buffers"}, /* two texts, one buffer */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *obj;
+        struct link_iopub f;
+        REQUIRE(raw_frame(cases[i].raw, &obj, &f) == 0);
+        struct wire_frame b = {(void *)cases[i].text, cases[i].len};
+        size_t left;
+        char err[256] = "";
+        CHECK_INT(link_iopub_take_raw(&f, &b, 1, &left, err, sizeof err), -EBADMSG);
+        CHECK(strstr(err, cases[i].why) != NULL);
+        json_decref(obj);
+    }
+    /* Paths that are not one or two short keys are refused by the parser. */
+    static const char *const bad[] = {"{}", "[[]]", "[[\"a\", \"b\", \"c\"]]", "[[1]]",
+                                      "[\"text\"]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *obj = NULL;
+        struct link_iopub f;
+        CHECK(raw_frame(bad[i], &obj, &f) != 0);
+        json_decref(obj);
+    }
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_framing_round_trip),
     TESTING_CASE(test_framing_corrupt),
@@ -636,6 +715,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_kind_names),
     TESTING_CASE(test_every_kind_round_trips),
     TESTING_CASE(test_malformed_frames_are_refused),
+    TESTING_CASE(test_raw_text_goes_where_its_path_says),
+    TESTING_CASE(test_raw_text_that_does_not_fit_is_refused),
     TESTING_CASE(test_spawn_requests_and_answers),
     TESTING_CASE(test_spawn_refuses_what_is_not_its_message),
     {0},

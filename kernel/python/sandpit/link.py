@@ -180,12 +180,67 @@ def set_sink(fn):
     _sink = fn
 
 
+# Strings of an iopub frame's content this long (a stream's "text", a
+# display's "data" values) go beside the JSON as raw UTF-8 (see
+# kernel/link/frames.h): neither end then escapes or parses them as JSON.
+RAW_MIN = 64 * 1024
+RAW_MAX = 16
+
+
+def _raw_text(value):
+    """What a large string goes as: the str itself when it is ASCII (the C side
+    takes its bytes as they are), else its UTF-8; None when it is not a large
+    string, or holds a lone surrogate (it then stays in the JSON)."""
+    if not isinstance(value, str) or len(value) < RAW_MIN:
+        return None
+    if value.isascii():
+        return value
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def _take_raw(frame):
+    """The frame with the large strings of its content taken out, and their
+    paths and texts; the frame itself is left as it was."""
+    content = frame.get("content")
+    if frame.get("type") != IOPUB or not isinstance(content, dict):
+        return frame, [], []
+    paths, texts = [], []
+    content = dict(content)
+    for key, value in list(content.items()):
+        if len(paths) == RAW_MAX or not isinstance(key, str):
+            continue
+        text = _raw_text(value)
+        if text is not None:
+            del content[key]
+            paths.append([key])
+            texts.append(text)
+        elif isinstance(value, dict):
+            inner = None
+            for key2, value2 in value.items():
+                text = _raw_text(value2) if isinstance(key2, str) else None
+                if text is not None and len(paths) < RAW_MAX:
+                    inner = dict(value) if inner is None else inner
+                    del inner[key2]
+                    paths.append([key, key2])
+                    texts.append(text)
+            if inner is not None:
+                content[key] = inner
+    if not paths:
+        return frame, [], []
+    frame = dict(frame, content=content, raw=paths)
+    return frame, paths, texts
+
+
 def send(frame, buffers=()):
     """Sends one frame (built above) and its binary buffers to the supervisor."""
     if _sink is not None:
         _sink(frame, list(buffers))
         return
-    _sandpit.send(dumps(frame).encode("utf-8", "surrogatepass"), list(buffers))
+    frame, _, texts = _take_raw(frame)
+    _sandpit.send(dumps(frame).encode("utf-8", "surrogatepass"), list(buffers) + texts)
 
 
 def send_hello(text):
