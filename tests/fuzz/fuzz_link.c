@@ -2,7 +2,9 @@
  * the link) sends the supervisor. The input is fed to a link_reader in pieces, as a
  * socket would hand it over (the first byte sets the size of a piece); every frame
  * taken must encode back to the very bytes it came from, and a stream the reader calls
- * corrupt stays corrupt. */
+ * corrupt stays corrupt. Each frame is then read as the supervisor reads it (its kind,
+ * its parser, an iopub frame's raw text put into its content): whatever it holds, a
+ * frame that passes must leave its content an object and its raw text in it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -11,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "kernel/link/frames.h"
 #include "kernel/link/link.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,6 +29,47 @@ static int check_frame(const unsigned char *before, size_t avail,
     int same = len <= avail && memcmp(enc, before, len) == 0 && f->json[f->json_len] == 0;
     free(enc);
     return same ? 0 : -1;
+}
+
+/* As route.c reads a frame from the worker. */
+static void read_as_the_supervisor(const struct link_frame *f)
+{
+    enum link_kind kind;
+    json_t *obj;
+    char err[256];
+    if (link_decode(f->json, f->json_len, &kind, &obj, err, sizeof err) != 0)
+        return;
+    if (kind == LINK_IOPUB) {
+        struct link_iopub io;
+        size_t left;
+        if (link_iopub_parse(obj, &io, err, sizeof err) == 0 && io.raw &&
+            link_iopub_take_raw(&io, f->buffers, f->nbuffers, &left, err, sizeof err) ==
+                0) {
+            if (!json_is_object(io.content) ||
+                left + json_array_size(io.raw) != f->nbuffers)
+                abort();
+            /* what went in is a message's content jansson can write and read */
+            char *text = json_dumps(io.content, JSON_COMPACT);
+            json_t *back = text ? json_loads(text, 0, NULL) : NULL;
+            if (text && !back)
+                abort();
+            json_decref(back);
+            free(text);
+        }
+    } else if (kind == LINK_REPLY) {
+        struct link_reply r;
+        link_reply_parse(obj, &r, err, sizeof err);
+    } else if (kind == LINK_HELLO) {
+        struct link_hello h;
+        link_hello_parse(obj, &h, err, sizeof err);
+    } else if (kind == LINK_INPUT_REQUEST) {
+        struct link_input_request q;
+        link_input_request_parse(obj, &q, err, sizeof err);
+    } else if (kind == LINK_HISTORY) {
+        struct link_history q;
+        link_history_parse(obj, &q, err, sizeof err);
+    }
+    json_decref(obj);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -62,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (rc == 1) {
                 if (check_frame(before, avail, &f) != 0)
                     abort();
+                read_as_the_supervisor(&f);
                 link_frame_release(&f);
             } else if (rc == -EBADMSG) {
                 corrupt = 1;

@@ -111,3 +111,13 @@ write("link", "bad-inner-length", b"\xff" + struct.pack("=II", 8, 100) + b"xxxx"
 write("link", "too-large", b"\xff" + struct.pack("=I", 0xFFFFFFFF))
 write("link", "too-small", b"\xff" + struct.pack("=I", 2) + b"xx")
 write("link", "many-buffers", b"\xff" + frame(b"{}", [b"b"] * 70))
+# iopub frames with raw text beside the JSON (kernel/link/frames.h)
+raw_stream = b'{"type": "iopub", "msg_type": "stream", "content": {"name": "stdout"}, ' \
+             b'"raw": [["text"]]}'
+raw_display = (b'{"type": "iopub", "msg_type": "display_data", "content": {"data": '
+               b'{"text/plain": "x"}, "metadata": {}}, "raw": [["data", "image/png"], '
+               b'["data", "text/html"]]}')
+write("link", "raw-stream", b"\xff" + frame(raw_stream, ["caf\u00e9 \"q\" \\\n".encode()]))
+write("link", "raw-display", b"\xff" + frame(raw_display, [b"comm", b"iVBORw0KGgo=",
+                                                          "<b>\u20ac</b>".encode()]))
+write("link", "raw-not-utf8", b"\xff" + frame(raw_stream, [b"\xc0\xaf\xed\xa0\x80"]))
