@@ -48,6 +48,16 @@ def logged(path, pattern):
     return re.findall(pattern, pathlib.Path(path).read_text(), re.M)
 
 
+FDS = """import os
+held = []
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        held.append((int(fd), os.readlink('/proc/self/fd/' + fd).split(':')[0]))
+    except OSError:
+        pass  # listdir's own
+print(sorted(held))"""
+
+
 def template_ready(log):
     """Waits until the kernel's log says the template is ready; its pid."""
     deadline = time.monotonic() + TIMEOUT
@@ -75,6 +85,7 @@ def test_workers_after_the_first_replacement_are_forked(jupyter_dir, tmp_path):
         supervisor = k.km.provisioner.pid
         # a kernel that never replaces its worker has no template
         k.run("x = 1")
+        execd_fds = k.run(FDS)
         assert list(children(supervisor).values()) == ["sandpit-worker"]
         crash(k)
         template = template_ready(log)
@@ -88,8 +99,9 @@ def test_workers_after_the_first_replacement_are_forked(jupyter_dir, tmp_path):
             assert proc_stat(worker) == ("sandpit-worker", supervisor)
             assert children(supervisor) == {template: "sandpit-tmpl",
                                             worker: "sandpit-worker"}
-            # the cell runs where it always did
+            # the cell runs where it always did, holding what an exec'd worker holds
             assert k.value("__import__('os').getcwd()") == repr(str(tmp_path / "ws"))
+            assert k.run(FDS) == execd_fds
         assert len(set(pids)) == 2
     finally:
         stop(k)
