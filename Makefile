@@ -5,7 +5,7 @@
 #   make bench     sandpit, ipykernel and a null kernel side by side (build/bench.json)
 #   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
 #   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
-#   make install   PREFIX=/usr/local DESTDIR= (binary only; then `sandpit install`)
+#   make install   PREFIX=/usr/local DESTDIR= (the two programs; then `sandpit install`)
 #
 # SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
 # same tests against that binary; `make test` itself runs the unit tests and a few
@@ -48,13 +48,20 @@ PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
 # kernel/ and each of its folders (supervisor/, worker/, link/, ...): a new folder
 # needs no change here.
-KERNEL_SRC   := $(filter-out kernel/main.c,$(wildcard kernel/*.c kernel/*/*.c))
+KERNEL_SRC   := $(filter-out kernel/main.c kernel/worker_main.c,\
+                  $(wildcard kernel/*.c kernel/*/*.c))
 PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
 LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/logo-svg.svg
 
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_SRC)) \
-           $(BUILD)/embedded.o
+           $(BUILD)/embedded_runtime.o $(BUILD)/embedded_logos.o
 BIN     := $(BUILD)/sandpit
+WORKER  := $(BUILD)/sandpit-worker
+# Both programs are linked from one archive, so that each takes only the objects
+# it calls (the supervisor none of kernel/worker/, the worker none of the
+# supervisor's), and --as-needed keeps only the libraries those use: the
+# worker loads no ZeroMQ, OpenSSL or SQLite, the supervisor no CPython.
+LIB_A   := $(BUILD)/libsandpit.a
 
 # The benchmark's own programs (tests/bench/), not part of the sandpit binary: a
 # null kernel on the protocol layer alone, the floor of every figure, and a client
@@ -79,25 +86,38 @@ UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
         install uninstall clean fuzz fuzz-replay sanitize-test soak
 
-all: $(BIN)
+all: $(BIN) $(WORKER)
 
-$(BIN): $(BUILD)/kernel/main.o $(LIB_OBJ)
+$(LIB_A): $(LIB_OBJ)
+	@echo "  AR    $@"
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BIN): $(BUILD)/kernel/main.o $(LIB_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS)
+
+$(WORKER): $(BUILD)/kernel/worker_main.o $(LIB_A)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# The worker's Python runtime and the kernelspec logos live inside the binary,
-# so that `sandpit install` and the worker need nothing beside it.
-$(BUILD)/embedded.c: kernel/embed.py $(PY_SRC) $(LOGOS)
+# The worker's Python runtime lives inside the worker's program and the
+# kernelspec logos inside sandpit's, so that neither needs files beside it.
+$(BUILD)/embedded_runtime.c: kernel/embed.py $(PY_SRC)
 	@mkdir -p $(dir $@)
 	@echo "  EMBED $@"
-	$(Q)$(PYTHON) kernel/embed.py $@ $(PY_SRC) $(LOGOS)
+	$(Q)$(PYTHON) kernel/embed.py $@ runtime $(PY_SRC)
 
-$(BUILD)/embedded.o: $(BUILD)/embedded.c
+$(BUILD)/embedded_logos.c: kernel/embed.py $(LOGOS)
+	@mkdir -p $(dir $@)
+	@echo "  EMBED $@"
+	$(Q)$(PYTHON) kernel/embed.py $@ logos $(LOGOS)
+
+$(BUILD)/embedded_%.o: $(BUILD)/embedded_%.c
 	@echo "  CC    $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -Ikernel -c -o $@ $<
 
@@ -170,7 +190,7 @@ unit-test: $(UNIT_BINS)
 	if [ $$fail = 0 ]; then echo "unit tests: all passed"; \
 	else echo "unit tests: FAILED"; exit 1; fi
 
-integration-test: $(BIN) $(BENCH_BINS)
+integration-test: $(BIN) $(WORKER) $(BENCH_BINS)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 # The unit tests and a few integration files that go through every part of the
@@ -268,13 +288,14 @@ soak: deps all
 	$(PYTHON) tests/soak/soak.py --sandpit $(abspath $(BIN)) --cells 20000 --every 5000
 
 # --- install ----------------------------------------------------------------------
-install: $(BIN)
+install: $(BIN) $(WORKER)
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/sandpit
-	@echo "installed $(DESTDIR)$(BINDIR)/sandpit; now run: sandpit install --user"
+	install -m 755 $(WORKER) $(DESTDIR)$(BINDIR)/sandpit-worker
+	@echo "installed $(DESTDIR)$(BINDIR)/sandpit and sandpit-worker; now run: sandpit install --user"
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/sandpit
+	rm -f $(DESTDIR)$(BINDIR)/sandpit $(DESTDIR)$(BINDIR)/sandpit-worker
 
 clean:
 	rm -rf build build-address build-undefined $(SAN_BUILD) $(FUZZ_BUILD)

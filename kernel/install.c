@@ -240,7 +240,7 @@ int install_main(int argc, char **argv)
         {"kernelspec/logo-svg.svg", "logo-svg.svg"},
     };
     for (size_t i = 0; i < 3; i++) {
-        const struct embedded_file *f = embedded_find(logos[i][0]);
+        const struct embedded_file *f = embedded_logos_find(logos[i][0]);
         if (f && (rc = write_file(dir, logos[i][1], f->data, f->len)) != 0) {
             fprintf(stderr, "sandpit install: cannot write %s/%s: %s\n", dir, logos[i][1],
                     strerror(-rc));

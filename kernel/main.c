@@ -7,7 +7,9 @@
  *   sandpit uninstall | list                      remove one, list them
  *   sandpit check-sandbox                         what the sandbox can do here
  *   sandpit start|stop|status|run|mcp ...         the clients (kernel/client/)
- *   sandpit worker ...                            internal: the worker process
+ *
+ * The worker is a program of its own, sandpit-worker, installed beside this
+ * one (kernel/worker_main.c).
  *
  * The kernel's stdout is never written to: in kernel mode everything goes
  * to the log on stderr. */
@@ -22,7 +24,6 @@
 #include "kernel/options.h"
 #include "kernel/supervisor/supervisor.h"
 #include "kernel/version.h"
-#include "kernel/worker/worker.h"
 #include "sandbox/home.h"
 #include "sandbox/sandbox.h"
 
@@ -150,8 +151,6 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "kernel") == 0)
         return kernel_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "worker") == 0)
-        return worker_main(argc - 1, argv + 1);
     if (strcmp(cmd, "install") == 0)
         return install_main(argc - 1, argv + 1);
     if (strcmp(cmd, "uninstall") == 0)

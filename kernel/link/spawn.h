@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The argument that makes `sandpit worker` the template rather than a worker:
+/* The argument that makes `sandpit-worker` the template rather than a worker:
  * the supervisor adds it to a worker's command line. */
 #define SPAWN_TEMPLATE_FLAG "--as-template"
 

@@ -528,7 +528,7 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
             dup2(logp[1], 2) < 0)
             _exit(127);
         syscall(SYS_close_range, 4U, ~0U, 0U);
-        execve("/proc/self/exe", argv, env);
+        execve(argv[0], argv, env);
         _exit(127);
     }
     free_env_with(env);

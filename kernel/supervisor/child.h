@@ -47,7 +47,7 @@ void child_free(struct child *c);
  * frame that announces more ends the worker, before its body is read. */
 void child_set_frame_limit(struct child *c, size_t max);
 
-/* Starts a worker: argv[0] is ignored and replaced by this binary; envp is
+/* Starts a worker: argv[0] is the worker's program (sandpit-worker); envp is
  * its whole environment. The worker gets the link as fd 3, /dev/null as stdin
  * and stdout, a pipe for its log as fd 2 (relayed to the kernel's log, marked
  * as the worker's), and nothing else. With limits (borrowed), it runs in a

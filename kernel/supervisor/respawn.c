@@ -8,25 +8,47 @@
 #include "kernel/supervisor/respawn.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
 
-void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
-                  const struct options *opts)
+int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
+                 const struct options *opts)
 {
     memset(w, 0, sizeof *w);
     w->k = k;
     w->child = c;
     w->loop = l;
     w->opts = opts;
+    /* The worker's program is installed beside this one (kernel/worker_main.c). */
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -errno;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    size_t dir = slash ? (size_t)(slash - self) : 0;
+    if (!(w->program = malloc(dir + sizeof "/" RESPAWN_PROGRAM)))
+        return -ENOMEM;
+    memcpy(w->program, self, dir);
+    strcpy(w->program + dir, "/" RESPAWN_PROGRAM);
+    if (access(w->program, X_OK) != 0) {
+        int rc = -errno;
+        log_error("the worker's program %s cannot be run (%s): it is installed beside "
+                  "sandpit (make install puts both in place)",
+                  w->program, strerror(errno));
+        return rc;
+    }
+    return 0;
 }
 
 void respawn_release(struct respawn *w)
@@ -37,22 +59,17 @@ void respawn_release(struct respawn *w)
     loop_del_timer(w->loop, w->hello_timer);
     child_free_environment(w->env);
     w->env = NULL;
+    free(w->program);
+    w->program = NULL;
 }
 
-static char **worker_argv(const struct options *opts)
+/* The program's path, then the options. */
+static char **worker_argv(const char *program, const struct options *opts)
 {
-    char **argv = NULL;
-    int argc = 0;
-    const char *fixed[] = {"sandpit", "worker"};
-    for (size_t i = 0; i < 2; i++) {
-        char **na = realloc(argv, (size_t)(argc + 2) * sizeof *na);
-        if (!na)
-            goto fail;
-        argv = na;
-        if (!(argv[argc++] = strdup(fixed[i])))
-            goto fail;
-        argv[argc] = NULL;
-    }
+    char **argv = calloc(2, sizeof *argv);
+    int argc = 1;
+    if (!argv || !(argv[0] = strdup(program)))
+        goto fail;
     if ((argc = options_to_argv(opts, &argv, argc)) < 0)
         goto fail;
     return argv;
@@ -86,7 +103,7 @@ void respawn_start(struct respawn *w)
     loop_del_timer(w->loop, w->hello_timer);
     w->retry_timer = w->hello_timer = 0;
     w->stops = 0;
-    char **argv = worker_argv(w->opts);
+    char **argv = worker_argv(w->program, w->opts);
     if (!w->env)
         w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
     /* The template starts when a worker is first replaced (a restart, a crash),

@@ -15,12 +15,14 @@
 
 #define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
 #define RESPAWN_MAX_STOPS       3    /* a worker stopped more often is restarted */
+#define RESPAWN_PROGRAM         "sandpit-worker" /* beside the supervisor's program */
 
 struct respawn {
     struct kernel *k;
     struct child *child;
     struct loop *loop;
     const struct options *opts;
+    char *program;         /* the worker's program, beside ours (owned) */
     char **env;            /* the environment workers get (see child_environment) */
     int start_failures;    /* consecutive workers that died before saying hello */
     long long retry_timer; /* a delayed start; 0: none */
@@ -31,8 +33,9 @@ struct respawn {
     unsigned started;      /* workers started */
 };
 
-void respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
-                  const struct options *opts);
+/* 0, or -errno when the worker's program cannot be found or run (logged). */
+int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
+                 const struct options *opts);
 void respawn_release(struct respawn *w);
 
 /* Starts a worker now (or, if that fails, in a second): forked from the

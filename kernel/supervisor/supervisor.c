@@ -428,7 +428,8 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
         return -ENOMEM;
     child_set_frame_limit(
         s->child, link_worker_frame_limit(opts->max_output, options_max_images(opts)));
-    respawn_init(&s->respawn, &s->k, s->child, s->loop, opts);
+    if ((rc = respawn_init(&s->respawn, &s->k, s->child, s->loop, opts)))
+        return rc;
     s->k.loop = s->loop;
     memcpy(s->k.ports, s->conn.ports, sizeof s->k.ports);
     s->k.io = (struct kernel_io){

@@ -139,7 +139,7 @@ struct template *template_start(struct loop *loop, char *const argv[], char *con
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
             _exit(127);
         syscall(SYS_close_range, 4U, ~0U, 0U);
-        execve("/proc/self/exe", targv, envp);
+        execve(targv[0], targv, envp);
         _exit(127);
     }
     close(sv[1]);

@@ -1,5 +1,5 @@
 /* template: the worker template, as the supervisor sees it. A process of
- * this binary (`sandpit worker --as-template`), exec'd like a worker so that it
+ * the worker's program (`sandpit-worker --as-template`), exec'd like a worker so that it
  * holds nothing of the supervisor's memory, that starts Python and imports
  * the runtime once and then forks each new worker on request
  * (kernel/link/spawn.h, kernel/worker/spawner.c): a restart or a crash costs
@@ -23,7 +23,7 @@ enum template_state {
     TEMPLATE_DOWN,     /* gone, or of no use: workers are exec'd */
 };
 
-/* Starts the template: argv as a worker's (argv[0] ignored; the flag that
+/* Starts the template: argv as a worker's (argv[0] the program; the flag that
  * makes it the template is added), envp its whole environment (both borrowed). The
  * supervisor becomes a subreaper, so that the workers the template forks are its
  * children. NULL when it cannot be started (logged). */

@@ -347,7 +347,7 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
     (void)args;
     PyObject *d = PyDict_New();
     size_t plen = strlen(PY_PREFIX);
-    for (const struct embedded_file *f = embedded_files; d && f->path; f++) {
+    for (const struct embedded_file *f = embedded_runtime; d && f->path; f++) {
         size_t n = strlen(f->path);
         if (strncmp(f->path, PY_PREFIX, plen) != 0 || n < plen + 3 ||
             strcmp(f->path + n - 3, ".py") != 0)
@@ -364,7 +364,7 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
             is_pkg = 1;
         }
         snprintf(pyc_path, sizeof pyc_path, "%sc", f->path);
-        const struct embedded_file *pyc = embedded_find(pyc_path);
+        const struct embedded_file *pyc = embedded_runtime_find(pyc_path);
         PyObject *code = pyc && pyrt_bytecode_fits(pyc->data, pyc->len)
                              ? static_view(pyc->data + 4, pyc->len - 4)
                              : Py_NewRef(Py_None);

@@ -1,4 +1,4 @@
-/* spawner: the worker template's loop. `sandpit worker --template` starts
+/* spawner: the worker template's loop. `sandpit-worker --as-template` starts
  * Python and imports the runtime, then waits here for the supervisor's
  * requests (kernel/link/spawn.h) and forks a worker for each: a new worker
  * costs a fork and its confinement rather than an exec and Python's start.

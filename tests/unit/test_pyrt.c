@@ -39,13 +39,13 @@ static void test_the_build_compiled_every_module_for_this_python(void)
 {
     python_up();
     size_t modules = 0;
-    for (const struct embedded_file *f = embedded_files; f->path; f++) {
+    for (const struct embedded_file *f = embedded_runtime; f->path; f++) {
         size_t n = strlen(f->path);
         if (strncmp(f->path, "kernel/python/", 14) != 0 || strcmp(f->path + n - 3, ".py"))
             continue;
         char pyc_path[512];
         snprintf(pyc_path, sizeof pyc_path, "%sc", f->path);
-        const struct embedded_file *pyc = embedded_find(pyc_path);
+        const struct embedded_file *pyc = embedded_runtime_find(pyc_path);
         REQUIRE(pyc != NULL);
         CHECK(pyrt_bytecode_fits(pyc->data, pyc->len));
         modules++;

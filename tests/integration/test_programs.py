@@ -1,0 +1,90 @@
+"""Two programs: `sandpit` (the supervisor, the commands) and `sandpit-worker`
+(the process that runs the code), installed side by side. Each loads only the
+libraries it uses, which is what makes each start sooner and hold less: the
+supervisor no CPython, the worker no ZeroMQ, OpenSSL or SQLite. A kernel whose
+worker program is missing says so and stops, rather than serving a kernel that
+can run nothing."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from sandpit_testing import SANDPIT, TIMEOUT, start, stop
+
+WORKER = os.path.join(os.path.dirname(SANDPIT), "sandpit-worker")
+
+
+def libraries(pid):
+    """The base names of the shared objects a process maps."""
+    names = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            path = line.split()[-1]
+            if ".so" in path:
+                names.add(os.path.basename(path).split(".so")[0])
+    return names
+
+
+def worker_of(pid):
+    """The kernel's worker: its child named sandpit-worker."""
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        kids = [int(c) for c in f.read().split()]
+    workers = [c for c in kids if open("/proc/%d/comm" % c).read().strip() == "sandpit-worker"]
+    assert len(workers) == 1, kids
+    return workers[0]
+
+
+@pytest.fixture(scope="module")
+def k(jupyter_dir, tmp_path_factory):
+    k = start("sandpit", cwd=str(tmp_path_factory.mktemp("ws")))
+    yield k
+    stop(k)
+
+
+def test_the_worker_is_a_program_of_its_own(k):
+    assert k.value("6 * 7") == "42"
+    pid = k.km.provisioner.process.pid
+    worker = worker_of(pid)
+    assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(SANDPIT)
+    assert os.path.realpath("/proc/%d/exe" % worker) == os.path.realpath(WORKER)
+
+
+def test_each_process_loads_only_the_libraries_it_uses(k):
+    assert k.value("1") == "1"
+    pid = k.km.provisioner.process.pid
+    supervisor, worker = libraries(pid), libraries(worker_of(pid))
+    assert {"libzmq", "libcrypto", "libsqlite3"} <= supervisor
+    assert "libpython3.11" not in supervisor
+    assert "libpython3.11" in worker
+    assert not {"libzmq", "libcrypto", "libsqlite3", "libstdc++"} & worker
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_a_kernel_without_its_worker_program_says_so_and_stops(tmp_path):
+    lone = tmp_path / "bin" / "sandpit"
+    lone.parent.mkdir()
+    shutil.copy(SANDPIT, lone)
+    ports = free_ports(5)
+    conn = tmp_path / "kernel.json"
+    conn.write_text(json.dumps({
+        "transport": "tcp", "ip": "127.0.0.1", "key": "k" * 32,
+        "signature_scheme": "hmac-sha256", "shell_port": ports[0], "iopub_port": ports[1],
+        "stdin_port": ports[2], "control_port": ports[3], "hb_port": ports[4]}))
+    p = subprocess.run([str(lone), "kernel", "-f", str(conn)], cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == 1
+    assert str(lone.parent / "sandpit-worker") in p.stderr
+    assert "installed beside sandpit" in p.stderr
