@@ -391,8 +391,27 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
     s->opts = opts;
     s->gateway = gw;
     s->sigfd = -1;
+    /* The worker starts first, so that its exec and Python's start overlap with
+     * everything below (the key, the history, ZeroMQ's threads and sockets): it
+     * needs only the folders and the options. It is exec'd, so it holds none of
+     * this process's memory, and its hello waits on the link until the loop
+     * runs. */
+    int rc = prepare_folders(s);
+    if (rc || (rc = open_signals(s)))
+        return rc;
+    if (!(s->loop = loop_new(NULL)))
+        return -ENOMEM;
+    const struct child_events ev = {s, on_frame, on_corrupt};
+    if (!(s->child = child_new(s->loop, &ev)))
+        return -ENOMEM;
+    child_set_frame_limit(
+        s->child, link_worker_frame_limit(opts->max_output, options_max_images(opts)));
+    if ((rc = respawn_init(&s->respawn, &s->k, s->child, s->loop, opts)))
+        return rc;
+    respawn_start(&s->respawn);
+
     char err[512];
-    int rc = connection_load(&s->conn, opts->connection_file, err, sizeof err);
+    rc = connection_load(&s->conn, opts->connection_file, err, sizeof err);
     if (rc) {
         log_error("%s", err);
         return rc;
@@ -406,8 +425,6 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
         log_warn("the connection file has an empty key: messages are not signed");
     /* The key now lives in OpenSSL's context; the copy in the file's struct goes. */
     memset(s->conn.key, 0, s->conn.key_len);
-    if ((rc = prepare_folders(s)))
-        return rc;
 
     const char *user = getenv("USER");
     struct passwd *pw = getpwuid(getuid());
@@ -416,19 +433,8 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
                           : pw ? pw->pw_name
                                : "kernel")))
         return rc;
-    if ((rc = open_signals(s)))
-        return rc;
-    if (!(s->loop = loop_new(NULL)))
-        return -ENOMEM;
     if ((rc = channels_open(&s->channels, &s->conn, &s->sign,
                             (size_t)opts->max_message_mib << 20)))
-        return rc;
-    const struct child_events ev = {s, on_frame, on_corrupt};
-    if (!(s->child = child_new(s->loop, &ev)))
-        return -ENOMEM;
-    child_set_frame_limit(
-        s->child, link_worker_frame_limit(opts->max_output, options_max_images(opts)));
-    if ((rc = respawn_init(&s->respawn, &s->k, s->child, s->loop, opts)))
         return rc;
     s->k.loop = s->loop;
     memcpy(s->k.ports, s->conn.ports, sizeof s->k.ports);
@@ -483,7 +489,6 @@ int supervisor_run(struct options *opts, struct gateway *gw)
     }
     log_info("kernel %s listening on %s (%s), workspace %s", s.k.session.session,
              s.conn.ip, s.conn.transport, opts->workspace);
-    respawn_start(&s.respawn);
     rc = loop_run(s.loop);
     if (rc)
         log_error("the event loop failed: %s", zmq_strerror(-rc));
