@@ -33,6 +33,24 @@
 #define TRIM_AFTER    (1u << 20) /* a frame this large: give freed memory back after it */
 #define TRIM_IDLE_S   0.5        /* ... once no large frame has come for this long */
 
+/* The read end of a worker's fd 2, relayed line by line to the kernel's log. */
+struct logpipe {
+    struct loop *loop;
+    int fd; /* -1 when none */
+    long long event;
+    char buf[1024];
+    size_t len;
+};
+
+/* A worker's process as it is started: its pid, the supervisor's end of its
+ * link, its log and its group. */
+struct proc {
+    pid_t pid; /* 0: none */
+    int fd;
+    struct logpipe log;
+    struct sandbox_cgroup cgroup;
+};
+
 struct child {
     struct loop *loop;
     struct child_events ev;
@@ -43,16 +61,14 @@ struct child {
     struct link_reader reader;
     unsigned char *out; /* bytes not yet written to the link */
     size_t out_len, out_cap;
-    double started_at; /* monotonic seconds */
-    bool link_closed;  /* the link closed before the process ended */
-    int log_fd;        /* the read end of the worker's fd 2; -1 when none */
-    long long log_event;
-    long long trim_timer; /* gives memory back once large frames stop; 0: none */
-    char log_buf[1024];
-    size_t log_len;
-    struct sandbox_cgroup cgroup;                 /* the running worker's group */
+    double started_at;            /* monotonic seconds */
+    bool link_closed;             /* the link closed before the process ended */
+    struct logpipe log;           /* the running worker's (or the last one's) */
+    long long trim_timer;         /* gives memory back once large frames stop; 0: none */
+    struct sandbox_cgroup cgroup; /* the running worker's group */
     struct sandbox_cgroup retired[CHILD_RETIRED]; /* stopped workers', until reaped */
     unsigned started;                             /* workers started; names groups */
+    struct proc spare; /* a worker started beforehand, its link not read yet */
 };
 
 struct child *child_new(struct loop *loop, const struct child_events *events)
@@ -63,9 +79,11 @@ struct child *child_new(struct loop *loop, const struct child_events *events)
     c->loop = loop;
     c->ev = *events;
     c->fd = -1;
-    c->log_fd = -1;
+    c->log.fd = -1;
+    c->spare.log.fd = -1;
     link_reader_init(&c->reader);
     sandbox_cgroup_init(&c->cgroup);
+    sandbox_cgroup_init(&c->spare.cgroup);
     for (int i = 0; i < CHILD_RETIRED; i++)
         sandbox_cgroup_init(&c->retired[i]);
     return c;
@@ -80,21 +98,21 @@ static void sweep_groups(struct child *c)
             sandbox_cgroup_release(&c->retired[i]);
 }
 
-/* The running worker's group joins the retired ones, to be removed once the
- * worker is reaped. */
-static void retire_group(struct child *c)
+/* A stopped worker's group (the running one's, or the spare's) joins the
+ * retired ones, to be removed once the worker is reaped. */
+static void retire_group(struct child *c, struct sandbox_cgroup *cg)
 {
-    if (!c->cgroup.version)
+    if (!cg->version)
         return;
     sweep_groups(c);
     for (int i = 0; i < CHILD_RETIRED; i++)
         if (!c->retired[i].version) {
-            c->retired[i] = c->cgroup;
-            sandbox_cgroup_init(&c->cgroup);
+            c->retired[i] = *cg;
+            sandbox_cgroup_init(cg);
             return;
         }
     /* Four workers killed and none gone: leave this group to the next kernel. */
-    sandbox_cgroup_release(&c->cgroup);
+    sandbox_cgroup_release(cg);
 }
 
 void child_reaped(struct child *c)
@@ -194,14 +212,15 @@ void child_free_environment(char **envp)
     free(envp);
 }
 
-static void close_log(struct child *c)
+static void close_log(struct logpipe *lp)
 {
-    if (c->log_fd < 0)
+    if (lp->fd < 0)
         return;
-    loop_del_file(c->loop, c->log_event);
-    close(c->log_fd);
-    c->log_fd = -1;
-    c->log_event = 0;
+    loop_del_file(lp->loop, lp->event);
+    close(lp->fd);
+    lp->fd = -1;
+    lp->event = 0;
+    lp->len = 0;
 }
 
 /* The log pipe is readable: its whole lines go to the kernel's log, marked as
@@ -211,26 +230,25 @@ static void on_log(struct loop *l, long long id, int events, void *data)
     (void)l;
     (void)id;
     (void)events;
-    struct child *c = data;
+    struct logpipe *lp = data;
     for (;;) {
-        ssize_t n =
-            read(c->log_fd, c->log_buf + c->log_len, sizeof c->log_buf - c->log_len);
+        ssize_t n = read(lp->fd, lp->buf + lp->len, sizeof lp->buf - lp->len);
         if (n <= 0) {
             if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                close_log(c);
+                close_log(lp);
             return;
         }
-        c->log_len += (size_t)n;
+        lp->len += (size_t)n;
         /* Whole lines, or a full buffer, go to the log. */
         for (;;) {
-            char *nl = memchr(c->log_buf, '\n', c->log_len);
-            size_t len = nl ? (size_t)(nl - c->log_buf) : c->log_len;
-            if (!nl && c->log_len < sizeof c->log_buf)
+            char *nl = memchr(lp->buf, '\n', lp->len);
+            size_t len = nl ? (size_t)(nl - lp->buf) : lp->len;
+            if (!nl && lp->len < sizeof lp->buf)
                 break;
-            char line[sizeof c->log_buf + 1];
+            char line[sizeof lp->buf + 1];
             size_t k = 0;
             for (size_t i = 0; i < len; i++) {
-                unsigned char ch = (unsigned char)c->log_buf[i];
+                unsigned char ch = (unsigned char)lp->buf[i];
                 line[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
             }
             line[k] = 0;
@@ -238,22 +256,51 @@ static void on_log(struct loop *l, long long id, int events, void *data)
              * user's code can write to as well. */
             log_plain("worker| %s\n", line);
             size_t used = nl ? len + 1 : len;
-            memmove(c->log_buf, c->log_buf + used, c->log_len - used);
-            c->log_len -= used;
+            memmove(lp->buf, lp->buf + used, lp->len - used);
+            lp->len -= used;
         }
     }
 }
+
+/* Starts relaying a log pipe (fd: non-blocking, now the logpipe's). */
+static void open_log(struct logpipe *lp, struct loop *loop, int fd)
+{
+    lp->loop = loop;
+    lp->fd = fd;
+    lp->len = 0;
+    long long id = loop_add_fd(loop, fd, LOOP_READABLE, LOOP_RANK_WORKER_LOG, on_log, lp);
+    lp->event = id > 0 ? id : 0;
+}
+
+/* The log of src becomes dst's (dst's own, if any, is closed). */
+static void move_log(struct logpipe *dst, struct logpipe *src)
+{
+    close_log(dst);
+    if (src->fd < 0)
+        return;
+    loop_del_file(src->loop, src->event);
+    size_t len = src->len;
+    memcpy(dst->buf, src->buf, len);
+    open_log(dst, src->loop, src->fd);
+    dst->len = len;
+    src->fd = -1;
+    src->event = 0;
+    src->len = 0;
+}
+
+static void drop_spare(struct child *c, bool reaped);
 
 void child_free(struct child *c)
 {
     if (!c)
         return;
     child_stop(c);
+    drop_spare(c, false);
     loop_del_timer(c->loop, c->trim_timer);
     sweep_groups(c);
     for (int i = 0; i < CHILD_RETIRED; i++)
         sandbox_cgroup_release(&c->retired[i]);
-    close_log(c);
+    close_log(&c->log);
     link_reader_release(&c->reader);
     free(c->out);
     free(c);
@@ -448,23 +495,29 @@ static pid_t spawn_from(struct template *tpl, int link_fd, int log_fd,
     return pid;
 }
 
-int child_start(struct child *c, char *const argv[], char *const envp[],
-                const struct sandbox_cgroup_limits *limits, struct template *tpl)
+/* Starts a worker's process: forked from the template when it is ready, else
+ * (unless template_only) exec'd. 0 with *p filled, or -errno. */
+static int spawn(struct child *c, char *const argv[], char *const envp[],
+                 const struct sandbox_cgroup_limits *limits, struct template *tpl,
+                 bool template_only, struct proc *p)
 {
     int sv[2], logp[2];
-    sandbox_cgroup_init(&c->cgroup);
+    struct sandbox_cgroup *cg = &p->cgroup;
+    sandbox_cgroup_init(cg);
+    if (template_only && template_state(tpl) != TEMPLATE_READY)
+        return -EAGAIN;
     if (limits) {
-        if (sandbox_cgroup_create(&c->cgroup, ++c->started, limits) == 0)
-            log_info("cgroup: %s", c->cgroup.detail);
+        if (sandbox_cgroup_create(cg, ++c->started, limits) == 0)
+            log_info("cgroup: %s", cg->detail);
         else
-            log_warn("no cgroup for the worker: %s", c->cgroup.detail);
+            log_warn("no cgroup for the worker: %s", cg->detail);
     }
-    char **env = env_with(envp, c->cgroup.detail[0] ? c->cgroup.detail : "none");
+    char **env = env_with(envp, cg->detail[0] ? cg->detail : "none");
     if (!env || pipe2(logp, O_CLOEXEC) < 0) {
         int e = env ? errno : ENOMEM;
         free_env_with(env);
-        sandbox_cgroup_remove(&c->cgroup);
-        sandbox_cgroup_release(&c->cgroup);
+        sandbox_cgroup_remove(cg);
+        sandbox_cgroup_release(cg);
         return -e;
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -472,8 +525,8 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         close(logp[0]);
         close(logp[1]);
         free_env_with(env);
-        sandbox_cgroup_remove(&c->cgroup);
-        sandbox_cgroup_release(&c->cgroup);
+        sandbox_cgroup_remove(cg);
+        sandbox_cgroup_release(cg);
         return -e;
     }
     /* Big socket buffers: a chart of a few hundred kilobytes then passes in one
@@ -489,16 +542,19 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         close(logp[0]);
         close(logp[1]);
         free_env_with(env);
-        sandbox_cgroup_remove(&c->cgroup);
-        sandbox_cgroup_release(&c->cgroup);
+        sandbox_cgroup_remove(cg);
+        sandbox_cgroup_release(cg);
         return -e;
     }
     pid_t parent = getpid();
-    pid_t pid = template_state(tpl) == TEMPLATE_READY
-                    ? spawn_from(tpl, sv[1], logp[1], &c->cgroup)
-                    : 0;
-    if (!pid)
+    pid_t pid =
+        template_state(tpl) == TEMPLATE_READY ? spawn_from(tpl, sv[1], logp[1], cg) : 0;
+    if (!pid && template_only) {
+        pid = -1;
+        errno = EAGAIN;
+    } else if (!pid) {
         pid = fork();
+    }
     if (pid < 0) {
         int e = errno;
         close(sv[0]);
@@ -507,8 +563,8 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         close(logp[0]);
         close(logp[1]);
         free_env_with(env);
-        sandbox_cgroup_remove(&c->cgroup);
-        sandbox_cgroup_release(&c->cgroup);
+        sandbox_cgroup_remove(cg);
+        sandbox_cgroup_release(cg);
         return -e;
     }
     if (pid == 0) {
@@ -523,7 +579,7 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
             _exit(127);
         /* Before exec: nothing the worker runs is outside its group. If this fails,
          * the worker finds itself outside and says so in its report. */
-        sandbox_cgroup_join(&c->cgroup);
+        sandbox_cgroup_join(cg);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
             dup2(logp[1], 2) < 0)
             _exit(127);
@@ -532,32 +588,94 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         _exit(127);
     }
     free_env_with(env);
-    sandbox_cgroup_started(&c->cgroup, pid);
+    sandbox_cgroup_started(cg, pid);
     close(sv[1]);
     close(devnull);
     close(logp[1]);
-    close_log(c);
-    c->log_fd = logp[0];
-    c->log_len = 0;
-    fcntl(c->log_fd, F_SETFL, fcntl(c->log_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(logp[0], F_SETFL, fcntl(logp[0], F_GETFL) | O_NONBLOCK);
     fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
-    c->pid = pid;
-    c->fd = sv[0];
+    p->pid = pid;
+    p->fd = sv[0];
+    open_log(&p->log, c->loop, logp[0]);
+    return 0;
+}
+
+/* The process becomes the running worker: its link and log are watched from
+ * now on (a spare's hello has waited on its link until then). */
+static void adopt(struct child *c, struct proc *p)
+{
+    move_log(&c->log, &p->log);
+    c->cgroup = p->cgroup;
+    sandbox_cgroup_init(&p->cgroup);
+    c->pid = p->pid;
+    c->fd = p->fd;
     c->state = CHILD_STARTING;
     c->started_at = monotime_now();
     c->link_closed = false;
     c->out_len = 0;
     c->reader.off = c->reader.len = 0;
-    long long lid =
-        loop_add_fd(c->loop, c->log_fd, LOOP_READABLE, LOOP_RANK_WORKER_LOG, on_log, c);
+    p->pid = 0;
+    p->fd = -1;
     long long fid =
         loop_add_fd(c->loop, c->fd, LOOP_READABLE, LOOP_RANK_WORKER_LINK, on_link, c);
-    c->log_event = lid > 0 ? lid : 0;
     c->fd_event = fid > 0 ? fid : 0;
     if (fid <= 0)
         log_error("cannot watch the link to the worker: %s", strerror((int)-fid));
-    log_info("started worker %d", (int)pid);
+}
+
+/* Kills the spare and lets its group go with the stopped workers'. */
+static void drop_spare(struct child *c, bool reaped)
+{
+    struct proc *p = &c->spare;
+    if (!p->pid)
+        return;
+    if (!reaped)
+        kill(p->pid, SIGKILL);
+    close(p->fd);
+    close_log(&p->log);
+    retire_group(c, &p->cgroup);
+    p->pid = 0;
+    p->fd = -1;
+}
+
+int child_start(struct child *c, char *const argv[], char *const envp[],
+                const struct sandbox_cgroup_limits *limits, struct template *tpl)
+{
+    if (c->spare.pid) {
+        log_info("worker %d, started beforehand, takes over", (int)c->spare.pid);
+        adopt(c, &c->spare);
+        return 0;
+    }
+    struct proc p = {.fd = -1, .log.fd = -1};
+    int rc = spawn(c, argv, envp, limits, tpl, false, &p);
+    if (rc)
+        return rc;
+    log_info("started worker %d", (int)p.pid);
+    adopt(c, &p); /* before the loop runs: p's log event is moved to c's */
     return 0;
+}
+
+int child_start_spare(struct child *c, char *const argv[], char *const envp[],
+                      const struct sandbox_cgroup_limits *limits, struct template *tpl)
+{
+    if (c->spare.pid)
+        return 0;
+    int rc = spawn(c, argv, envp, limits, tpl, true, &c->spare);
+    if (rc) {
+        c->spare.pid = 0;
+        return rc;
+    }
+    log_debug("started worker %d beforehand, for the next restart", (int)c->spare.pid);
+    return 0;
+}
+
+bool child_spare_reaped(struct child *c, pid_t pid)
+{
+    if (!c->spare.pid || c->spare.pid != pid)
+        return false;
+    log_warn("worker %d, started beforehand, ended before it was needed", (int)pid);
+    drop_spare(c, true);
+    return true;
 }
 
 void child_set_frame_limit(struct child *c, size_t max)
@@ -575,7 +693,7 @@ void child_stop(struct child *c)
 {
     if (c->pid > 0)
         kill(c->pid, SIGKILL);
-    retire_group(c);
+    retire_group(c, &c->cgroup);
     if (c->fd >= 0)
         close_link(c);
     c->pid = 0;

@@ -55,9 +55,22 @@ void child_set_frame_limit(struct child *c, size_t max);
  * SANDPIT_CGROUP in its environment says what was made, or why nothing was.
  * With a ready template (borrowed; NULL or not ready: none), the worker is
  * forked from it with the same descriptors and group rather than exec'd, and
- * is the supervisor's child all the same. 0 or -errno. */
+ * is the supervisor's child all the same. A spare (child_start_spare), when
+ * there is one, is taken instead: it is most likely ready already. 0 or
+ * -errno. */
 int child_start(struct child *c, char *const argv[], char *const envp[],
                 const struct sandbox_cgroup_limits *limits, struct template *tpl);
+
+/* Starts a worker beforehand, for the next child_start to take: forked from a
+ * ready template (never exec'd), it confines itself and says hello on its
+ * link, which is not read until it takes over, and meanwhile costs what the
+ * template does not share with it. Does nothing when there is one already. 0,
+ * -EAGAIN when the template is not ready, or -errno. */
+int child_start_spare(struct child *c, char *const argv[], char *const envp[],
+                      const struct sandbox_cgroup_limits *limits, struct template *tpl);
+
+/* A child process was reaped: true if it was the spare (now gone). */
+bool child_spare_reaped(struct child *c, pid_t pid);
 
 /* A child process was reaped: removes the cgroups of workers that have ended. */
 void child_reaped(struct child *c);

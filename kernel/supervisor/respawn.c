@@ -237,7 +237,27 @@ void respawn_stopped(struct respawn *w, int sig)
 
 bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
 {
-    return template_reaped(w->tpl, pid, status);
+    return child_spare_reaped(w->child, pid) || template_reaped(w->tpl, pid, status);
+}
+
+/* Once a worker is ready, the next one starts from the template, so that a
+ * restart or a crash costs no more than swapping one for the other. Not with
+ * --preload: the preloads are the user's code, and they run when a worker
+ * starts, so they would run before the restart that asked for them. */
+static void start_spare(struct respawn *w)
+{
+    if (!w->opts->template || w->opts->preload ||
+        template_state(w->tpl) != TEMPLATE_READY)
+        return;
+    char **argv = worker_argv(w->program, w->opts);
+    struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
+                                           SANDBOX_MAX_TASKS, w->opts->cpus};
+    int rc = argv && w->env ? child_start_spare(w->child, argv, w->env,
+                                                w->opts->sandbox ? &limits : NULL, w->tpl)
+                            : -ENOMEM;
+    free_argv(argv);
+    if (rc && rc != -EAGAIN)
+        log_warn("cannot start a worker beforehand: %s", strerror(-rc));
 }
 
 bool respawn_hello(struct respawn *w)
@@ -250,6 +270,7 @@ bool respawn_hello(struct respawn *w)
     w->hello_timer = 0;
     log_info("worker %d ready in %.0f ms", (int)child_pid(w->child),
              child_age(w->child) * 1000);
+    start_spare(w);
     return true;
 }
 

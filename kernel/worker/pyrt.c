@@ -606,6 +606,11 @@ void pyrt_before_lock(void)
     call_runtime("prepare_lock", NULL);
 }
 
+void pyrt_warm(void)
+{
+    call_runtime("warm", NULL);
+}
+
 int pyrt_serve(const char *hello_json)
 {
     int rc = call_runtime("serve", hello_json);

@@ -49,6 +49,11 @@ const char *pyrt_version(void);
 /* Calls sandpit.runtime.prepare_lock(): what must happen before seccomp. */
 void pyrt_before_lock(void);
 
+/* Calls sandpit.runtime.warm(): a first cell's path on a scratch namespace, so
+ * that a worker forked from the template copies the pages it writes before it
+ * is needed rather than in the first cell. */
+void pyrt_warm(void);
+
 /* Runs the request loop (sandpit.runtime.serve) until the link closes.
  * Returns the worker's exit status. */
 int pyrt_serve(const char *hello_json);

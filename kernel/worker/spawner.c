@@ -42,6 +42,9 @@
  * -1 when it must not go on (its supervisor is not its parent). */
 static int become_worker(pid_t supervisor, int *fds, size_t nfds, int logfd)
 {
+    /* A worker forked from the template shows as one in ps and top, rather than
+     * as the template (whose command line it keeps). */
+    prctl(PR_SET_NAME, "sandpit-worker");
     for (size_t i = SPAWN_FD_PROCS; i < nfds; i++)
         if (write(fds[i], "0", 1) != 1)
             break; /* the worker finds itself outside its group and says so */
@@ -59,9 +62,6 @@ static int become_worker(pid_t supervisor, int *fds, size_t nfds, int logfd)
     if (logfd > 4)
         syscall(SYS_close_range, 4U, (unsigned)logfd - 1, 0U);
     syscall(SYS_close_range, (unsigned)logfd + 1, ~0U, 0U);
-    /* A worker forked from the template shows as one in ps and top, rather than
-     * as the template (whose command line it keeps). */
-    prctl(PR_SET_NAME, "sandpit-worker");
     pyrt_after_fork_child();
     return 0;
 }

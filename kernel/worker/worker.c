@@ -357,6 +357,11 @@ int worker_main(int argc, char **argv)
         return 3;
     }
     stopwatch_step(&watch, "locked (seccomp)");
+    if (template) {
+        pyrt_warm();
+        stopwatch_step(&watch,
+                       "warmed up (a first cell's copies of the template's pages)");
+    }
     for (size_t i = 0; i < report.n; i++)
         log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
                  sandbox_state_name(report.layers[i].state),

@@ -7,8 +7,8 @@
  *   bench-client many --spec KERNEL_JSON [--kernels N] [--runs N]
  *   bench-client output -f CONN --setup CODE --code CODE --expect KIND:N [--runs N]
  *   bench-client interrupt -f CONN [--runs N]
- *   bench-client restart -f CONN --pid PID [--runs N]
- *   bench-client crash -f CONN [--runs N]
+ *   bench-client restart -f CONN --pid PID [--runs N] [--pause S]
+ *   bench-client crash -f CONN [--runs N] [--pause S]
  *   bench-client pss --pid PID
  *
  * Each command prints one JSON object of raw figures (seconds, kB) on stdout;
@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -306,8 +307,18 @@ static json_t *times_json(const double *t, size_t n)
 struct args {
     const char *conn, *spec, *code, *setup, *expect;
     int cells, warmup, runs, kernels;
+    double pause; /* restart, crash: seconds idle before each, not counted */
     pid_t pid;
 };
+
+static void pause_for(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
 
 static json_t *cmd_roundtrip(const struct args *a)
 {
@@ -592,6 +603,7 @@ static json_t *cmd_restart(const struct args *a)
         fail("cannot watch the kernel's process");
     json_t *times = json_array();
     for (int r = 0; r < a->runs; r++) {
+        pause_for(a->pause);
         double t0 = monotime_now();
         if (launch_restart(&k, &c, TIMEOUT_S, err, sizeof err) != 0)
             fail("%s", err);
@@ -610,6 +622,7 @@ static json_t *cmd_crash(const struct args *a)
     json_t *times = json_array(), *noticed = json_array();
     for (int r = 0; r < a->runs; r++) {
         struct msg *reply;
+        pause_for(a->pause);
         double t0 = monotime_now();
         cell(&c, "import os; os.abort()", NULL, false, &reply);
         double t1 = monotime_now();
@@ -630,7 +643,7 @@ static int usage(void)
         stderr,
         "usage: bench-client roundtrip|ready|many|output|interrupt|restart|crash|pss\n"
         "         [-f CONN] [--spec KERNEL_JSON] [--pid PID] [--cells N] [--warmup N]\n"
-        "         [--runs N] [--kernels N] [--code CODE] [--setup CODE]\n"
+        "         [--runs N] [--pause S] [--kernels N] [--code CODE] [--setup CODE]\n"
         "         [--expect stream|png|displays:N]\n");
     return 2;
 }
@@ -664,6 +677,8 @@ int main(int argc, char **argv)
             a.warmup = atoi(v);
         else if (strcmp(o, "--runs") == 0)
             a.runs = atoi(v);
+        else if (strcmp(o, "--pause") == 0)
+            a.pause = atof(v);
         else if (strcmp(o, "--kernels") == 0)
             a.kernels = atoi(v);
         else

@@ -2,7 +2,9 @@
 once, then forks each new worker, which confines itself. It is started when a
 kernel first replaces its worker (a crash, a restart in place), beside the
 exec'd worker that replaces it. What must hold: from then on, every worker
-comes from it and is the supervisor's own child; workers forked from one template do not share
+comes from it and is the supervisor's own child; once a forked worker is ready,
+the next one is started and waits, confined and warmed up, to take over at the
+next restart or crash; workers forked from one template do not share
 their random numbers; the template imports nothing from where the user's code
 can write; and without a template (--template off, or one that died) workers
 are exec'd as before, and nothing else changes."""
@@ -97,15 +99,19 @@ def test_workers_after_the_first_replacement_are_forked(jupyter_dir, tmp_path):
             pids.append(worker)
             # the supervisor's child (it reaps it and sees it stop), under its name
             assert proc_stat(worker) == ("sandpit-worker", supervisor)
-            assert children(supervisor) == {template: "sandpit-tmpl",
-                                            worker: "sandpit-worker"}
+            # beside the template, and the worker started for the next restart
+            kids = children(supervisor)
+            assert kids.pop(template) == "sandpit-tmpl" and kids.pop(worker)
+            assert len(kids) <= 1  # (named as the template for its first instants)
             # the cell runs where it always did, holding what an exec'd worker holds
             assert k.value("__import__('os').getcwd()") == repr(str(tmp_path / "ws"))
             assert k.run(FDS) == execd_fds
         assert len(set(pids)) == 2
     finally:
         stop(k)
-    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 2
+    # the two forked workers, and the one started for a third restart (whose
+    # log is relayed while it waits, if it has begun)
+    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) in (2, 3)
     assert len(logged(log, r"^worker\| .* start-up: Python and the runtime")) == 2
     assert logged(log, r"started the worker template (\d+)$") == [str(template)]
     assert not logged(log, r"workers are started without it")
@@ -196,11 +202,113 @@ def test_a_template_that_dies_leaves_workers_execd(jupyter_dir, tmp_path):
             time.sleep(0.05)
         # the running worker is not the template's to lose
         assert k.value("x") == "1"
-        crash(k)
-        assert k.run("print('served')") == "served\n"
+        # (nor one started beforehand from it, which may take over once)
+        for _ in range(2):
+            crash(k)
+            assert k.run("print('served')") == "served\n"
         assert list(children(supervisor).values()) == ["sandpit-worker"]
     finally:
         stop(k)
-    assert logged(log, r"the worker template was killed by signal 9; workers are started "
-                       r"without it from now on")
-    assert not logged(log, r"^worker\| .* start-up: forked from the template")
+    text = log.read_text()
+    death = text.index("the worker template was killed by signal 9; workers are started "
+                       "without it from now on")
+    # after the death and the one that may have waited, workers are exec'd
+    starts = re.findall(r"^worker\| .* start-up: (forked from the template|Python and the "
+                        r"runtime)", text[death:], re.M)
+    assert starts[-1] == "Python and the runtime"
+    assert starts.count("forked from the template") <= 1
+
+
+def spare_started(log, taken):
+    """Waits for the kernel's log to say a worker was started beforehand, other
+    than those in taken (that have taken over since); its pid."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        found = [int(p) for p in
+                 logged(log, r"started worker (\d+) beforehand, for the next restart$")
+                 if int(p) not in taken]
+        if found:
+            return found[-1]
+        assert time.monotonic() < deadline, "no worker was started beforehand"
+        time.sleep(0.02)
+
+
+def running(k):
+    return int(k.value("__import__('os').getpid()"))
+
+
+def test_a_worker_waits_ready_for_the_next_restart(jupyter_dir, tmp_path):
+    k, log = started(jupyter_dir, tmp_path)
+    try:
+        supervisor = k.km.provisioner.pid
+        crash(k)
+        template = template_ready(log)
+        crash(k)  # once a worker is ready, the next one starts
+        worker = running(k)
+        spare = spare_started(log, {worker})
+        assert children(supervisor) == {template: "sandpit-tmpl", worker: "sandpit-worker",
+                                        spare: "sandpit-worker"}
+        # its log is relayed while it waits: it is confined and warmed up
+        deadline = time.monotonic() + TIMEOUT
+        while not logged(log, r"^worker\| .* start-up: warmed up"):
+            assert time.monotonic() < deadline, "the worker started beforehand never got ready"
+            time.sleep(0.02)
+        k.run("y = 2")
+        crash(k)
+        # the spare took over: a new worker, with nothing of the old one's
+        assert running(k) == spare
+        assert k.value("'y' in globals()") == "False"
+        assert logged(log, r"worker %d, started beforehand, takes over$" % spare)
+        # and the next one is started in turn
+        following = spare_started(log, {worker, spare})
+        deadline = time.monotonic() + TIMEOUT
+        while proc_stat(following) != ("sandpit-worker", supervisor):  # reparented, named
+            assert time.monotonic() < deadline, proc_stat(following)
+            time.sleep(0.01)
+    finally:
+        stop(k)
+    # the one left waiting ends with the kernel
+    deadline = time.monotonic() + TIMEOUT
+    while os.path.exists("/proc/%d" % following) and proc_stat(following)[1] == supervisor:
+        assert time.monotonic() < deadline, "the worker started beforehand outlived its kernel"
+        time.sleep(0.05)
+
+
+def test_a_worker_started_beforehand_that_dies_is_not_used(jupyter_dir, tmp_path):
+    k, log = started(jupyter_dir, tmp_path)
+    try:
+        crash(k)
+        template_ready(log)
+        crash(k)
+        worker = running(k)
+        spare = spare_started(log, {worker})
+        os.kill(spare, signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT
+        while not logged(log, r"worker %d, started beforehand, ended before it was "
+                              r"needed$" % spare):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        crash(k)
+        assert k.run("print('served')") == "served\n"
+        assert running(k) not in (worker, spare)
+    finally:
+        stop(k)
+    assert not logged(log, r"worker %d, started beforehand, takes over" % spare)
+
+
+def test_no_worker_is_started_beforehand_with_preloads(jupyter_dir, tmp_path):
+    """A preload is the user's code, run when a worker starts: one started
+    beforehand would run it before the restart that asked for it."""
+    k, log = started(jupyter_dir, tmp_path, "--preload", "json")
+    try:
+        supervisor = k.km.provisioner.pid
+        crash(k)
+        template = template_ready(log)
+        crash(k)
+        crash(k)
+        worker = running(k)
+        assert children(supervisor) == {template: "sandpit-tmpl", worker: "sandpit-worker"}
+    finally:
+        stop(k)
+    assert len(logged(log, r"^worker\| .* start-up: forked from the template")) == 2
+    assert not logged(log, r"beforehand")

@@ -129,23 +129,21 @@ def child_comms(supervisor):
     return out
 
 
-def worker_of(supervisor):
-    """The supervisor's child process that is the worker (the other one, if
-    any, is the worker template, which forks each worker)."""
-    kids = child_comms(supervisor)
-    workers = [pid for pid, comm in kids.items() if comm == "sandpit-worker"]
-    assert len(workers) == 1, kids
-    return workers[0]
-
-
 def snapshot(k):
     sup = k.km.provisioner.process.pid
-    worker = worker_of(sup)
+    # The worker that runs the cells says who it is; another sandpit-worker, if
+    # any, is the one started beforehand for the next crash.
+    worker = int(k.value("__import__('os').getpid()"))
+    kids = child_comms(sup)
+    assert kids.get(worker) == "sandpit-worker", kids
+    waiting = sum(1 for pid, comm in kids.items() if comm == "sandpit-worker" and pid != worker)
+    assert waiting <= 1, kids
     # The worker template's control socket is the supervisor's from the first
-    # crash on (the template starts when a worker is first replaced): one
-    # descriptor opened once, not a leak.
-    template = "sandpit-tmpl" in child_comms(sup).values()
-    return {"supervisor": dict(memory_kib(sup), fds=fd_count(sup) - template),
+    # crash on (the template starts when a worker is first replaced), and so are
+    # the link and log of the worker waiting: descriptors opened once each, not
+    # a leak.
+    template = "sandpit-tmpl" in kids.values()
+    return {"supervisor": dict(memory_kib(sup), fds=fd_count(sup) - template - 2 * waiting),
             "worker": dict(memory_kib(worker), fds=fd_count(worker), pid=worker)}
 
 

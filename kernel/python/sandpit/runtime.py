@@ -348,3 +348,21 @@ def prepare_lock():
     # What the installers left in _, __ and ___ is ours, not the user's.
     execution.install(user_ns)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def warm():
+    """What a worker forked from the template runs before its hello: the path
+    of a first cell (the cell's transforms, compiling, running, a result
+    formatted, a reply encoded) on a scratch namespace, sending nothing. Each
+    page that path writes is one the worker still shares with the template and
+    must copy; copied now, while the worker waits to be needed, they are not
+    copied in the user's first cell."""
+    from . import inputs
+    ns = {"__builtins__": builtins}
+    source = inputs.transform_cell("x = 1\nx")
+    execution.run_code(source, execution.cell_filename(0), 0, silent=True,
+                       store_history=False, ns=ns)
+    data, metadata = display.format_result(ns["x"])
+    link.dumps(link.iopub("execute_result", {"execution_count": 0, "data": data,
+                                             "metadata": metadata}, parent="warm"))
+    link.dumps(link.reply("", "warm", {"status": "ok", "execution_count": 0}))
