@@ -669,6 +669,11 @@ int child_start_spare(struct child *c, char *const argv[], char *const envp[],
     return 0;
 }
 
+void child_stop_spare(struct child *c)
+{
+    drop_spare(c, false);
+}
+
 bool child_spare_reaped(struct child *c, pid_t pid)
 {
     if (!c->spare.pid || c->spare.pid != pid)

@@ -69,6 +69,9 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
 int child_start_spare(struct child *c, char *const argv[], char *const envp[],
                       const struct sandbox_cgroup_limits *limits, struct template *tpl);
 
+/* Kills the spare, if any (the kernel is stopping). */
+void child_stop_spare(struct child *c);
+
 /* A child process was reaped: true if it was the spare (now gone). */
 bool child_spare_reaped(struct child *c, pid_t pid);
 

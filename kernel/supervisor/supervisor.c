@@ -457,6 +457,7 @@ static void supervisor_release(struct supervisor *s)
 {
     if (s->child) {
         child_stop(s->child);
+        child_stop_spare(s->child);
         respawn_release(&s->respawn); /* the template too */
         /* Reap the last worker so that it is not left a zombie for our parent, and
          * so that its cgroup can go (a large one takes a moment to tear down). */
