@@ -5,6 +5,7 @@
 #include "protocol/dump.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +33,37 @@ static size_t escaped_size(unsigned char c)
     }
 }
 
+#define ONES  0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* How many bytes from the start of s need no escape: eight at a time while
+ * none of them is below 0x20, a quote or a backslash (a word's test is exact
+ * as to whether one is there), then one at a time. */
+static size_t plain_run(const char *s, size_t len)
+{
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+        uint64_t flags = ((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b);
+        if (flags & HIGHS)
+            break;
+    }
+    while (i < len && escaped_size((unsigned char)s[i]) == 1)
+        i++;
+    return i;
+}
+
 size_t dump_string_size(const char *s, size_t len)
 {
-    size_t n = 2;
-    for (size_t i = 0; i < len; i++)
-        n += escaped_size((unsigned char)s[i]);
+    size_t n = 2, i = 0;
+    while (i < len) {
+        size_t run = plain_run(s + i, len - i);
+        n += run;
+        if ((i += run) < len)
+            n += escaped_size((unsigned char)s[i++]);
+    }
     return n;
 }
 
@@ -47,9 +74,7 @@ size_t dump_string(char *out, const char *s, size_t len)
     size_t i = 0;
     while (i < len) {
         /* The common case, a run that needs nothing, goes in one copy. */
-        size_t run = i;
-        while (run < len && escaped_size((unsigned char)s[run]) == 1)
-            run++;
+        size_t run = i + plain_run(s + i, len - i);
         memcpy(o, s + i, run - i);
         o += run - i;
         if ((i = run) >= len)

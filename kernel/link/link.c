@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static uint32_t get_u32(const unsigned char *p)
@@ -188,6 +189,47 @@ int link_write_all(int fd, const void *data, size_t len)
         }
         p += n;
         len -= (size_t)n;
+    }
+    return 0;
+}
+
+int link_write_frame(int fd, const char *json, size_t json_len,
+                     const struct wire_frame *buffers, size_t nbuffers)
+{
+    size_t body = 4 + json_len;
+    for (size_t i = 0; i < nbuffers; i++)
+        body += 4 + buffers[i].len;
+    if (body > LINK_MAX_FRAME || nbuffers > LINK_MAX_BUFFERS)
+        return -E2BIG;
+    unsigned char lens[4 * (2 + LINK_MAX_BUFFERS)];
+    struct iovec iov[2 + 2 * LINK_MAX_BUFFERS];
+    int n = 0;
+    put_u32(lens, (uint32_t)body);
+    put_u32(lens + 4, (uint32_t)json_len);
+    iov[n++] = (struct iovec){lens, 8};
+    iov[n++] = (struct iovec){(void *)json, json_len};
+    for (size_t i = 0; i < nbuffers; i++) {
+        put_u32(lens + 8 + 4 * i, (uint32_t)buffers[i].len);
+        iov[n++] = (struct iovec){lens + 8 + 4 * i, 4};
+        iov[n++] = (struct iovec){buffers[i].data, buffers[i].len};
+    }
+    struct iovec *v = iov;
+    while (n) {
+        ssize_t w = writev(fd, v, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        while (n && (size_t)w >= v->iov_len) {
+            w -= (ssize_t)v->iov_len;
+            v++;
+            n--;
+        }
+        if (n) {
+            v->iov_base = (char *)v->iov_base + w;
+            v->iov_len -= (size_t)w;
+        }
     }
     return 0;
 }

@@ -68,6 +68,12 @@ int link_encode(const char *json, size_t json_len, const struct wire_frame *buff
  * 0 or -errno (-EPIPE when the other end is gone). */
 int link_write_all(int fd, const void *data, size_t len);
 
+/* Writes a frame to a blocking fd as link_encode would encode it, from where its
+ * parts are (the lengths and the parts in one writev), without copying them.
+ * 0, -E2BIG, or -errno as link_write_all. */
+int link_write_frame(int fd, const char *json, size_t json_len,
+                     const struct wire_frame *buffers, size_t nbuffers);
+
 /* The largest frame the worker may send, given the kernel's output caps (bytes of
  * text and of images per request; 0: none): room for the capped output however
  * JSON escapes it, and a margin for the rest of the frame; without caps,

@@ -108,6 +108,29 @@ static int utf8_seq(const unsigned char *p, size_t avail)
     return n;
 }
 
+/* How many bytes from the start of s are whole, valid UTF-8: ASCII eight bytes
+ * at a time, the rest sequence by sequence. */
+static size_t utf8_valid_prefix(const char *src, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t i = 0;
+    while (i < len) {
+        uint64_t w;
+        if (i + 8 <= len) {
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        int n = utf8_seq(s + i, len - i);
+        if (n <= 0)
+            break;
+        i += (size_t)n;
+    }
+    return i;
+}
+
 /* Copies the sendable part of src into a new valid UTF-8 string (*out, caller
  * frees). Returns how many bytes of src were consumed: all of them when final,
  * else all but an incomplete sequence at the end. */
@@ -205,10 +228,20 @@ static void send_locked(bool final)
         struct pending *p = &pend[w];
         if (!p->len)
             continue;
-        char *text;
-        size_t text_len;
+        char *text, *copy = NULL;
+        size_t text_len, used;
         struct account *a = account_for(p->tag);
-        size_t used = utf8_clean(p->data, p->len, final, &text, &text_len);
+        /* Valid text (nearly always) is sent from where it waits; only text with
+         * bytes to replace is copied. */
+        size_t valid = utf8_valid_prefix(p->data, p->len);
+        if (valid == p->len || (!final && utf8_seq((const unsigned char *)p->data + valid,
+                                                   p->len - valid) < 0)) {
+            text = p->data;
+            text_len = used = valid;
+        } else {
+            used = utf8_clean(p->data, p->len, final, &copy, &text_len);
+            text = copy;
+        }
         if (!text) /* out of memory: what cannot be sent is counted as dropped */
             a->dropped += used;
         if (text && text_len) {
@@ -226,7 +259,7 @@ static void send_locked(bool final)
                 send_stream(w, text, room, p->tag);
             a->sent += room;
         }
-        free(text);
+        free(copy);
         memmove(p->data, p->data + used, p->len - used);
         p->len -= used;
     }

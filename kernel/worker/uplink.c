@@ -83,15 +83,9 @@ int uplink_send(const char *json, size_t json_len, const struct wire_frame *buff
         body += 4 + buffers[i].len;
     if (body > frame_limit)
         return -EMSGSIZE;
-    unsigned char *frame;
-    size_t len;
-    int rc = link_encode(json, json_len, buffers, nbuffers, &frame, &len);
-    if (rc)
-        return rc;
     pthread_mutex_lock(&send_mu);
-    rc = link_write_all(UPLINK_FD, frame, len);
+    int rc = link_write_frame(UPLINK_FD, json, json_len, buffers, nbuffers);
     pthread_mutex_unlock(&send_mu);
-    free(frame);
     if (rc == -EBADF || rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTSOCK)
         link_lost(-rc);
     return rc;

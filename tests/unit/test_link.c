@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernel/link/frames.h"
@@ -52,6 +53,47 @@ static void test_framing_round_trip(void)
     CHECK_INT(link_reader_fill(&r, sv[1]), 0); /* end of stream */
     link_reader_release(&r);
     close(sv[1]);
+}
+
+/* link_write_frame writes the bytes link_encode makes, large buffers included
+ * (written by a child, read here, so that the socket's buffer may fill). */
+static void test_a_frame_written_in_place_is_the_encoded_frame(void)
+{
+    size_t big = 3u << 20;
+    char *data = malloc(big);
+    REQUIRE(data != NULL);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)(i * 7);
+    struct wire_frame bufs[3] = {{"", 0}, {data, big}, {"tail", 4}};
+    unsigned char *enc;
+    size_t len;
+    REQUIRE(link_encode("{\"b\":2}", 7, bufs, 3, &enc, &len) == 0);
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(sv[1]);
+        _exit(link_write_frame(sv[0], "{\"b\":2}", 7, bufs, 3) == 0 ? 0 : 1);
+    }
+    close(sv[0]);
+    unsigned char *got = malloc(len + 1);
+    REQUIRE(got != NULL);
+    size_t have = 0;
+    ssize_t n;
+    while ((n = read(sv[1], got + have, len + 1 - have)) > 0)
+        have += (size_t)n;
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_INT(have, len);
+    CHECK(have == len && memcmp(got, enc, len) == 0);
+    struct wire_frame too_many[LINK_MAX_BUFFERS + 1] = {{0}};
+    CHECK_INT(link_write_frame(sv[1], "{}", 2, too_many, LINK_MAX_BUFFERS + 1), -E2BIG);
+    close(sv[1]);
+    free(got);
+    free(enc);
+    free(data);
 }
 
 static void feed(struct link_reader *r, const void *data, size_t len)
@@ -710,6 +752,7 @@ static void test_raw_text_that_does_not_fit_is_refused(void)
 
 static const struct testing_case cases[] = {
     TESTING_CASE(test_framing_round_trip),
+    TESTING_CASE(test_a_frame_written_in_place_is_the_encoded_frame),
     TESTING_CASE(test_framing_corrupt),
     TESTING_CASE(test_a_reader_bounds_frames_and_gives_memory_back),
     TESTING_CASE(test_kind_names),

@@ -4,12 +4,14 @@
  * give an error return, never a crash. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "protocol/connection.h"
 #include "protocol/dump.h"
+#include "protocol/load.h"
 #include "protocol/msg.h"
 #include "protocol/sign.h"
 #include "protocol/wire.h"
@@ -619,6 +621,103 @@ static void test_dump_string_escapes_as_jansson_does(void)
     free(out);
 }
 
+/* Each byte that needs an escape, at each place in eight-byte words of plain
+ * text (ASCII and UTF-8), as jansson writes it: the escaper looks at eight bytes
+ * at a time. */
+static void test_dump_string_escapes_at_every_place(void)
+{
+    static const char plain[] = "xy z\xc3\xa9~\x7f\xe2\x82\xac"
+                                "0123456789abcdefghijkl";
+    size_t n = sizeof plain - 1;
+    for (int c = 0; c < 0x80; c++) {
+        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
+            continue;
+        for (size_t at = 0; at < n; at++) {
+            char in[64];
+            memcpy(in, plain, n);
+            in[at] = (char)c;
+            /* a UTF-8 sequence cut by the byte is not text jansson takes */
+            json_t *v = json_stringn(in, n);
+            if (!v)
+                continue;
+            char *theirs = json_dumps(v, JSON_ENCODE_ANY);
+            char *out = malloc(dump_string_size(in, n) + 1);
+            size_t w = dump_string(out, in, n);
+            out[w] = 0;
+            CHECK_INT((int)w, (int)strlen(theirs));
+            CHECK_STR(out, theirs);
+            free(out);
+            free(theirs);
+            json_decref(v);
+        }
+    }
+}
+
+/* load_part_from against jansson, on texts and on many mutations of them, with
+ * every string taken as large from a few bytes on: both refuse, or both give
+ * equal values. */
+static int same_as_jansson(const char *text, size_t len, size_t min)
+{
+    json_error_t e1, e2;
+    json_t *ours = load_part_from(text, len, min, &e1);
+    json_t *theirs = json_loadb(text, len, 0, &e2);
+    int same = (!ours && !theirs) || (ours && theirs && json_equal(ours, theirs));
+    json_decref(ours);
+    json_decref(theirs);
+    return same;
+}
+
+static void test_load_takes_and_refuses_what_jansson_does(void)
+{
+    static const char *const texts[] = {
+        "{\"name\":\"stdout\",\"text\":\"hello\\nworld\"}",
+        "{\"data\":{\"text/plain\":\"1\",\"image/png\":\"iVBORw0KGgo=\"},\"metadata\":{}}",
+        "{\"a\":\"\\u00e9\\ud83d\\ude00\\u20ac\\\"\\\\\\/\\b\\f\\n\\r\\t\",\"b\":[\"x\",\"yy\"]}",
+        "{\"a\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\",\"k\xc3\xa9y\":\"v\"}",
+        "{\"long key that is a key\":\"v\", \"x\" : \"a value\" }",
+        "{\"a\":\"\\u0000\"}",
+        "{\"a\":\"\\ud800\"}",
+        "{\"a\":\"\\udc00x\"}",
+        "{\"a\":\"\\ud800\\u0041\"}",
+        "{\"a\":\"\\x\"}",
+        "{\"a\":\"\\u12\"}",
+        "{\"a\":\"\x01\"}",
+        "{\"a\":\"\xc0\xaf\"}",
+        "{\"a\":\"\xed\xa0\x80\"}",
+        "{\"a\":\"\xf4\x90\x80\x80\"}",
+        "{\"a\":\"unterminated}",
+        "{\"a\":\"x\" \"b\":\"y\"}",
+        "{\"a\":\"\\\\\"}",
+        "{\"a\":\"\\\\\\\"\"}",
+        "[\"\\u0000sandpit-large:0\",\"long enough\"]",
+        "{\"a\":\"one\",\"b\":\"two\",\"c\":[\"three\",{\"d\":\"four\"}],\"e\":\"\"}",
+    };
+    size_t ntexts = sizeof texts / sizeof *texts;
+    for (size_t t = 0; t < ntexts; t++)
+        for (size_t min = 1; min <= 8; min *= 2)
+            CHECK(same_as_jansson(texts[t], strlen(texts[t]), min));
+    static const char bytes[] = "\"\\u/bnDdCc80\x01\x1f\x7f\x80\xc3\xa9\xed\xf4:{}[], ";
+    uint32_t seed = 12345;
+    int differ = 0;
+    for (int round = 0; round < 40000; round++) {
+        const char *base = texts[round % ntexts];
+        size_t len = strlen(base);
+        char buf[256];
+        memcpy(buf, base, len);
+        for (int k = 0; k < 1 + round % 3; k++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % len;
+            seed = seed * 1103515245u + 12345u;
+            buf[at] = bytes[(seed >> 8) % (sizeof bytes - 1)];
+        }
+        size_t min = 1 + (size_t)(round % 5);
+        if (!same_as_jansson(buf, len, min) && differ++ < 5)
+            fprintf(stderr, "    load and jansson differ on %.*s (min %zu)\n", (int)len, buf,
+                    min);
+    }
+    CHECK_INT(differ, 0);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_connection_parse),
     TESTING_CASE(test_connection_ipc_and_defaults),
@@ -637,6 +736,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_msg_date),
     TESTING_CASE(test_dump_splices_large_strings),
     TESTING_CASE(test_dump_string_escapes_as_jansson_does),
+    TESTING_CASE(test_dump_string_escapes_at_every_place),
+    TESTING_CASE(test_load_takes_and_refuses_what_jansson_does),
     {0},
 };
 
