@@ -22,6 +22,7 @@
 
 #include "protocol/dump.h"
 #include "protocol/errbuf.h"
+#include "protocol/load.h"
 
 int msg_session_init(struct msg_session *s, const char *username)
 {
@@ -93,10 +94,16 @@ static size_t json_depth(const char *p, size_t n, size_t limit)
     for (size_t i = 0; i < n && deepest <= limit; i++) {
         char c = p[i];
         if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_string = false;
+            /* To the closing quote at once: the first quote after an even run of
+             * backslashes (a long output is one long string). */
+            const char *q = memchr(p + i, '"', n - i);
+            if (!q)
+                break;
+            size_t at = (size_t)(q - p), k = at;
+            while (k > i && p[k - 1] == '\\')
+                k--;
+            i = at;
+            in_string = (at - k) % 2 == 1;
         } else if (c == '"') {
             in_string = true;
         } else if (c == '[' || c == '{') {
@@ -110,14 +117,15 @@ static size_t json_depth(const char *p, size_t n, size_t limit)
 }
 
 /* Parses one part into *slot: 0, or -EBADMSG with the reason in err. */
-static int parse_part(const struct wire_frame *f, int i, json_t **slot, char *err,
-                      size_t errlen)
+static int parse_part(const struct wire_frame *f, int i, json_t **slot, unsigned flags,
+                      char *err, size_t errlen)
 {
     if (json_depth(f->data, f->len, MSG_MAX_DEPTH) > MSG_MAX_DEPTH)
         return errbuf_set(-EBADMSG, err, errlen, "%s nests deeper than %d levels",
                           part_names[i], MSG_MAX_DEPTH);
     json_error_t jerr;
-    *slot = json_loadb(f->data, f->len, 0, &jerr);
+    *slot = flags & MSG_PARSE_LARGE ? load_part(f->data, f->len, &jerr)
+                                    : json_loadb(f->data, f->len, 0, &jerr);
     if (!*slot)
         return errbuf_set(-EBADMSG, err, errlen, "%s is not valid JSON: %s",
                           part_names[i], jerr.text);
@@ -129,6 +137,12 @@ static int parse_part(const struct wire_frame *f, int i, json_t **slot, char *er
 
 int msg_parse(const struct wire_frame *frames, size_t n, struct sign *s, struct msg **out,
               char *err, size_t errlen)
+{
+    return msg_parse_with(frames, n, s, 0, out, err, errlen);
+}
+
+int msg_parse_with(const struct wire_frame *frames, size_t n, struct sign *s,
+                   unsigned flags, struct msg **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct wire_parts p;
@@ -153,7 +167,7 @@ int msg_parse(const struct wire_frame *frames, size_t n, struct sign *s, struct 
     struct msg *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    if ((rc = parse_part(p.json[WIRE_HEADER], WIRE_HEADER, &m->header, err, errlen)))
+    if ((rc = parse_part(p.json[WIRE_HEADER], WIRE_HEADER, &m->header, 0, err, errlen)))
         goto fail;
     json_t *type = json_object_get(m->header, "msg_type");
     if (!json_is_string(type) || json_string_length(type) == 0) {
@@ -170,7 +184,7 @@ int msg_parse(const struct wire_frame *frames, size_t n, struct sign *s, struct 
     json_t **slots[WIRE_NPARTS] = {&m->header, &m->parent_header, &m->metadata,
                                    &m->content};
     for (int i = WIRE_PARENT; i < WIRE_NPARTS; i++) {
-        if (parse_part(p.json[i], i, slots[i], err, errlen) == 0)
+        if (parse_part(p.json[i], i, slots[i], flags, err, errlen) == 0)
             continue;
         /* The sender can be told: a message with its header, and nothing else. */
         for (int j = WIRE_PARENT; j < WIRE_NPARTS; j++) {

@@ -59,6 +59,14 @@ void msg_free(struct msg *m);
 int msg_parse(const struct wire_frame *frames, size_t n, struct sign *s, struct msg **out,
               char *err, size_t errlen);
 
+/* msg_parse, with MSG_PARSE_LARGE: the large strings of parent_header, metadata
+ * and content are decoded by load_part (protocol/load.h) rather than jansson,
+ * which accepts and refuses the same messages, faster when they carry large
+ * outputs. The clients use it; the supervisor keeps jansson alone. */
+#define MSG_PARSE_LARGE 1u
+int msg_parse_with(const struct wire_frame *frames, size_t n, struct sign *s,
+                   unsigned flags, struct msg **out, char *err, size_t errlen);
+
 /* The header's msg_type or msg_id ("" when absent); borrowed from m. */
 const char *msg_type(const struct msg *m);
 const char *msg_id(const struct msg *m);

@@ -222,7 +222,7 @@ static int recv_one(struct client *c, void *sock, struct msg **out)
         }
         zmq_msg_close(&part);
     }
-    if (rc == 0 && msg_parse(f, n, &c->sign, out, NULL, 0) != 0)
+    if (rc == 0 && msg_parse_with(f, n, &c->sign, MSG_PARSE_LARGE, out, NULL, 0) != 0)
         rc = -EBADMSG;
     if (rc == -EBADMSG)
         c->dropped++;
