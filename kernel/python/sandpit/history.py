@@ -178,6 +178,7 @@ def _print(entries, current, args, numbers, range_pattern, out):
 
 
 def install(user_ns=None):
-    """Registers %history and %hist with the magics (at start-up)."""
+    """Registers %history and %hist with the magics (shell.load_magics calls
+    it when it first loads them)."""
     magics.LINE["history"] = magic_history
     magics.LINE["hist"] = magic_history
