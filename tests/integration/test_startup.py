@@ -20,9 +20,10 @@ NOT_AT_START = ("importlib.abc", "importlib.resources", "tempfile", "subprocess"
 
 # What a plain cell does not use, and the runtime loads only when a cell does:
 # the magics, with %history and what it parses its line with; getpass (and
-# termios), adapted as it is imported; copy, for display objects' metadata.
+# termios), adapted as it is imported; copy, for display objects' metadata;
+# sandpit.figures (and weakref), for the figures pyplot keeps open.
 LAZY = ("sandpit.magics", "sandpit.history", "argparse", "gettext", "shlex", "getpass",
-        "termios", "copy")
+        "termios", "copy", "sandpit.figures", "weakref")
 
 
 @pytest.fixture(scope="module")
