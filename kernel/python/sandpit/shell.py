@@ -45,14 +45,17 @@ _history_registered = False
 
 def load_magics():
     """sandpit.magics, loaded on first use (a session that uses no magic does
-    not pay for it, nor for %history's argparse), with %history registered:
-    it lives in sandpit.history, above the magics, which cannot ask for it."""
+    not pay for it), with %history registered: it lives in sandpit.history,
+    above the magics, which cannot ask for it."""
     global _history_registered
     from . import magics
     if not _history_registered:
-        from . import history
-        history.install()
         _history_registered = True
+        try:  # as at start-up: one magic failing to set up leaves the others
+            from . import history
+            history.install()
+        except Exception as e:
+            link.log("error", "cannot set up sandpit.history: %r" % (e,))
     return magics
 
 
