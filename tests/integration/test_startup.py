@@ -4,7 +4,9 @@ importlib.resources, pathlib and tempfile), from bytecode compiled at build
 time; it starts no process (platform's `uname -p`); and what a cell may never
 need (the comm package and traitlets, uuid, random) is imported only by the
 cell that needs it. No time is asserted here (that is `make bench`'s), only
-that none of this comes back.
+that none of this comes back. The magics (and %history's argparse and
+shlex), getpass and copy are loaded by the first cell that uses them, and
+work from there as if they had been loaded at start.
 """
 
 import pytest
@@ -14,6 +16,14 @@ from sandpit_testing import start, stop
 # Modules that a worker used to import at start, and must not until a cell asks.
 NOT_AT_START = ("importlib.abc", "importlib.resources", "tempfile", "subprocess",
                 "platform", "uuid", "random", "comm", "traitlets", "sandpit.comms")
+
+
+# What a plain cell does not use, and the runtime loads only when a cell does:
+# the magics, with %history and what it parses its line with; getpass (and
+# termios), adapted as it is imported; copy, for display objects' metadata;
+# sandpit.figures (and weakref), for the figures pyplot keeps open.
+LAZY = ("sandpit.magics", "sandpit.history", "argparse", "gettext", "shlex", "getpass",
+        "termios", "copy", "sandpit.figures", "weakref")
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +76,32 @@ def test_comms_arrive_with_the_comm_package(k):
     k.run("import comm\nc = comm.create_comm(target_name='startup-test')")
     assert k.value("type(c).__module__, comm.get_comm_manager() is "
                    "__import__('sys').modules['sandpit.comms'].manager") == "('sandpit.comms', True)"
+
+
+def test_a_plain_cell_loads_no_magics_getpass_or_copy(fresh_kernel):
+    k = fresh_kernel
+    k.run("x = 1")
+    assert k.run("import sys\nprint(sorted(m for m in %r if m in sys.modules))"
+                 % (LAZY,)) == "[]\n"
+    # An error, and the value of an expression, need none of them either.
+    reply, outputs = k.execute("1 / 0")
+    assert reply["content"]["ename"] == "ZeroDivisionError"
+    assert any("ZeroDivisionError" in line for m in outputs if m["msg_type"] == "error"
+               for line in m["content"]["traceback"])
+    k.run("x + 1")
+    assert k.run("print(sorted(m for m in %r if m in sys.modules))" % (LAZY,)) == "[]\n"
+
+    # They come with the first cell that uses them, and work as they did.
+    assert "x = 1" in k.run("%history").splitlines()
+    assert "per loop" in k.run("%timeit -n1 -r1 pass")
+    reply, outputs = k.execute("!echo hi")
+    assert "shell commands are disabled in this kernel" in reply["content"]["evalue"]
+    matches = k.request("complete", "%hi", 3)["content"]["matches"]
+    assert "%history" in matches and "%hist" in matches
+    assert k.run("import getpass\n"
+                 "print(getpass.getpass is sys.modules['sandpit.streams'].getpass)") == "True\n"
+    assert k.run("from sandpit.display import Math\nm = {'k': [1]}\n"
+                 "s, copied = Math('x', metadata=m)._repr_latex_()\n"
+                 "print(copied == m and copied is not m)") == "True\n"
+    reply, outputs = k.execute("1 / 0")
+    assert reply["content"]["ename"] == "ZeroDivisionError"

@@ -174,7 +174,8 @@ def _complete(code, cursor, user_ns):
 
 
 def _magic_line(ctx, stripped, user_ns):
-    from . import magics
+    from . import shell
+    magics = shell.load_magics()
     cursor = ctx.cursor
     if stripped.startswith("!"):
         return [], cursor

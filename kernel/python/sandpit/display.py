@@ -32,7 +32,6 @@ JSON, Javascript, Image, Pretty.
 
 import binascii
 import builtins
-import copy
 import os
 import sys
 import traceback
@@ -389,6 +388,13 @@ class DisplayHandle:
 # --- display objects (the equivalents of IPython.display's) ---------------------------------
 
 
+def _copied(metadata):
+    """A deep copy of a display object's metadata (copy is loaded by the
+    first object that has some)."""
+    import copy
+    return copy.deepcopy(metadata)
+
+
 def _safe_exists(path):
     try:
         return os.path.exists(path)
@@ -430,7 +436,7 @@ class DisplayObject:
 
     def _data_and_metadata(self):
         if self.metadata:
-            return self.data, copy.deepcopy(self.metadata)
+            return self.data, _copied(self.metadata)
         return self.data
 
     def reload(self):
@@ -500,7 +506,7 @@ class Math(TextDisplayObject):
 
     def _repr_latex_(self):
         s = r"$\displaystyle %s$" % self.data.strip("$")
-        return (s, copy.deepcopy(self.metadata)) if self.metadata else s
+        return (s, _copied(self.metadata)) if self.metadata else s
 
 
 class Javascript(TextDisplayObject):

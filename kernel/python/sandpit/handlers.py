@@ -15,6 +15,8 @@ interrupt (the user, or the time limit), the figures left open shown
 dropped output added to the reply.
 """
 
+import sys
+
 from . import display
 from . import execution
 from . import link
@@ -77,11 +79,14 @@ def execute(req):
         reply.update(status="error", **err)
         if isinstance(e, SystemExit):
             link.log("info", "the cell raised SystemExit; the worker carries on")
-    try:
-        from . import figures
-        figures.show_open_figures()
-    except (Exception, KeyboardInterrupt) as e:
-        link.log("warning", "could not show the cell's figures: %r" % (e,))
+    # Only pyplot keeps open figures: without it there is nothing to show, and
+    # sandpit.figures (with weakref) is not loaded for nothing.
+    if "matplotlib.pyplot" in sys.modules:
+        try:
+            from . import figures
+            figures.show_open_figures()
+        except (Exception, KeyboardInterrupt) as e:
+            link.log("warning", "could not show the cell's figures: %r" % (e,))
     if events is not None:
         try:
             events.trigger("post_execute")

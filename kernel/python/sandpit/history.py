@@ -19,11 +19,9 @@ reads its line as IPython's does, and prints what IPython prints:
 sandpit keeps the input as it was typed: -r and -t give the same text.
 """
 
-import argparse
 import fnmatch
 import os
 import re
-import shlex
 import sys
 
 from . import link
@@ -77,12 +75,15 @@ def ranges(text):
         yield (endsess, 1, end)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise magics.UsageError("%%history: %s" % message)
-
-
 def _parser():
+    # argparse (with gettext) is loaded by the first %history, not with the
+    # other magics.
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):
+            raise magics.UsageError("%%history: %s" % message)
+
     p = _Parser(prog="%history", add_help=False)
     p.add_argument("-n", dest="numbers", action="store_true")
     p.add_argument("-o", dest="output", action="store_true")
@@ -130,6 +131,7 @@ def _queries(args):
 
 
 def magic_history(shell, line, cell, where):
+    import shlex
     try:
         words = shlex.split(line)
     except ValueError as e:
@@ -178,6 +180,7 @@ def _print(entries, current, args, numbers, range_pattern, out):
 
 
 def install(user_ns=None):
-    """Registers %history and %hist with the magics (at start-up)."""
+    """Registers %history and %hist with the magics (shell.load_magics calls
+    it when it first loads them)."""
     magics.LINE["history"] = magic_history
     magics.LINE["hist"] = magic_history

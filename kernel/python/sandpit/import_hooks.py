@@ -2,7 +2,7 @@
 
 IPython's display functions and get_ipython(), comm's and ipykernel's Comm,
 pandas' notebook defaults, matplotlib's interactive mode, multiprocessing's
-refusals, platform's processor.
+refusals, getpass's prompt, platform's processor.
 
 sandpit imports none of these libraries itself (a cell that does not use
 them does not pay for them), yet each needs a word as soon as it is loaded:
@@ -35,6 +35,9 @@ them does not pay for them), yet each needs a word as soon as it is loaded:
 - comm (the package through which libraries reach a kernel's comms) makes
   sandpit's comms (sandpit.comms.adapt): sandpit.comms, the comm package and
   traitlets are loaded only when a cell uses them.
+- getpass.getpass() asks the client for the password, as input() asks it
+  for a line (sandpit.streams); getpass, and termios with it, is not
+  imported at start-up for that.
 - platform.processor() runs `uname -p` the first time it is asked (Debian's
   pandas asks at import, through platform.uname()[4]). In the sandbox no
   program runs: it answers at once what Python answers when the program
@@ -114,6 +117,11 @@ def patch_comm(module):
     comms.adapt(module)
 
 
+def patch_getpass(module):
+    from . import streams
+    streams.adapt_getpass(module)
+
+
 def _no_processor():
     return ""
 
@@ -135,6 +143,7 @@ _PATCHES = {
     "multiprocessing.synchronize": patch_multiprocessing,
     "comm": patch_comm,
     "platform": patch_platform,
+    "getpass": patch_getpass,
 }
 
 

@@ -47,7 +47,6 @@ from . import display
 from . import execution
 from . import guard
 from . import handlers
-from . import history
 from . import import_hooks
 from . import link
 from . import request
@@ -292,10 +291,11 @@ def _reply(req, content, flushed=False):
 
 # What sets up the user's world before the first cell, in this order: display(),
 # get_ipython(), the hooks that adapt comm, IPython, ipykernel, pandas and
-# matplotlib as they are imported, the audit hook that explains the sandbox, the
-# seed of random numbers (--seed), and %history.
+# matplotlib as they are imported, the audit hook that explains the sandbox, and
+# the seed of random numbers (--seed). The magics, %history among them, are
+# loaded by the first cell that uses one (shell.load_magics).
 INSTALLERS = [display.install, shell.install, import_hooks.install, guard.install,
-              seeding.install, history.install]
+              seeding.install]
 
 
 def _figure_formatters(fig):

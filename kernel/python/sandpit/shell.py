@@ -40,11 +40,28 @@ def get_ipython():
     return _shell
 
 
-def find_magic(name, cell=False):
-    """The function of a line (or cell) magic, or None. sandpit.magics is
-    loaded on first use: a session that uses no magic does not pay for it."""
+_history_registered = False
+
+
+def load_magics():
+    """sandpit.magics, loaded on first use (a session that uses no magic does
+    not pay for it), with %history registered: it lives in sandpit.history,
+    above the magics, which cannot ask for it."""
+    global _history_registered
     from . import magics
-    return magics.find(name, cell)
+    if not _history_registered:
+        _history_registered = True
+        try:  # as at start-up: one magic failing to set up leaves the others
+            from . import history
+            history.install()
+        except Exception as e:
+            link.log("error", "cannot set up sandpit.history: %r" % (e,))
+    return magics
+
+
+def find_magic(name, cell=False):
+    """The function of a line (or cell) magic, or None."""
+    return load_magics().find(name, cell)
 
 
 class DisplayPublisher:
@@ -512,13 +529,13 @@ class SandpitShell:
 
     def run_line_magic(self, magic_name, line, _stack_depth=1):
         """Runs %magic_name line; returns what the magic returns."""
-        from . import magics
+        magics = load_magics()
         where = self._where("%", magic_name, line)
         return magics.run_line(self, magic_name, line, where)
 
     def run_cell_magic(self, magic_name, line, cell):
         """Runs a %%magic_name line cell; returns what the magic returns."""
-        from . import magics
+        magics = load_magics()
         where = self._where("%%", magic_name, cell)
         return magics.run_cell(self, magic_name, line, cell, where)
 
@@ -539,7 +556,7 @@ class SandpitShell:
 
     def register_magic_function(self, func, magic_kind="line", magic_name=None):
         """Makes func(line) (or func(line, cell) for "cell") a magic."""
-        from . import magics
+        magics = load_magics()
         name = magic_name or func.__name__
         kinds = ("line", "cell") if magic_kind == "line_cell" else (magic_kind,)
         for kind in kinds:
@@ -554,12 +571,10 @@ class SandpitShell:
     # --- shell commands: refused ------------------------------------------------------
 
     def system(self, cmd):
-        from . import magics
-        magics.refuse_shell("`!%s`" % cmd)
+        load_magics().refuse_shell("`!%s`" % cmd)
 
     def getoutput(self, cmd, split=True, depth=0):
-        from . import magics
-        magics.refuse_shell("`!%s`" % cmd)
+        load_magics().refuse_shell("`!%s`" % cmd)
 
     system_raw = system_piped = system
 

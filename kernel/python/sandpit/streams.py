@@ -16,7 +16,6 @@ The answer "\x04" is the end of the client's input: EOFError.
 """
 
 import builtins
-import getpass as _getpass
 import io
 import sys
 
@@ -95,7 +94,15 @@ def install():
     sys.stderr = OutStream(2, "<stderr>")
     sys.stdin = io.StringIO("")  # nothing to read: input() asks the client instead
     builtins.input = input
-    _getpass.getpass = getpass
+    # The getpass module (and termios with it) is imported by the cells that
+    # use it: sandpit.import_hooks calls adapt_getpass then.
+    if "getpass" in sys.modules:
+        adapt_getpass(sys.modules["getpass"])
+
+
+def adapt_getpass(module):
+    """getpass.getpass() asks the client, as input() does."""
+    module.getpass = getpass
 
 
 def _ask(prompt, password):
