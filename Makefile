@@ -235,7 +235,7 @@ format:
 FUZZ_CC      := clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := wire msg connection link
+FUZZ_TARGETS := wire msg connection link load
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
                 $(PKG_CFLAGS)
