@@ -671,8 +671,10 @@ static void test_load_takes_and_refuses_what_jansson_does(void)
 {
     static const char *const texts[] = {
         "{\"name\":\"stdout\",\"text\":\"hello\\nworld\"}",
-        "{\"data\":{\"text/plain\":\"1\",\"image/png\":\"iVBORw0KGgo=\"},\"metadata\":{}}",
-        "{\"a\":\"\\u00e9\\ud83d\\ude00\\u20ac\\\"\\\\\\/\\b\\f\\n\\r\\t\",\"b\":[\"x\",\"yy\"]}",
+        "{\"data\":{\"text/plain\":\"1\",\"image/"
+        "png\":\"iVBORw0KGgo=\"},\"metadata\":{}}",
+        "{\"a\":\"\\u00e9\\ud83d\\ude00\\u20ac\\\"\\\\\\/"
+        "\\b\\f\\n\\r\\t\",\"b\":[\"x\",\"yy\"]}",
         "{\"a\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\",\"k\xc3\xa9y\":\"v\"}",
         "{\"long key that is a key\":\"v\", \"x\" : \"a value\" }",
         "{\"a\":\"\\u0000\"}",
@@ -712,8 +714,8 @@ static void test_load_takes_and_refuses_what_jansson_does(void)
         }
         size_t min = 1 + (size_t)(round % 5);
         if (!same_as_jansson(buf, len, min) && differ++ < 5)
-            fprintf(stderr, "    load and jansson differ on %.*s (min %zu)\n", (int)len, buf,
-                    min);
+            fprintf(stderr, "    load and jansson differ on %.*s (min %zu)\n", (int)len,
+                    buf, min);
     }
     CHECK_INT(differ, 0);
 }
