@@ -97,6 +97,19 @@ static void free_argv(char **argv)
     free(argv);
 }
 
+/* Starts the worker (or the spare) with this command line, in a group with the
+ * kernel's limits when the sandbox is on. 0 or -errno. */
+static int start_child(struct respawn *w, char **argv, bool spare)
+{
+    struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
+                                           SANDBOX_MAX_TASKS, w->opts->cpus};
+    const struct sandbox_cgroup_limits *l = w->opts->sandbox ? &limits : NULL;
+    if (!argv || !w->env)
+        return -ENOMEM;
+    return spare ? child_start_spare(w->child, argv, w->env, l, w->tpl)
+                 : child_start(w->child, argv, w->env, l, w->tpl);
+}
+
 void respawn_start(struct respawn *w)
 {
     loop_del_timer(w->loop, w->retry_timer);
@@ -114,11 +127,7 @@ void respawn_start(struct respawn *w)
         w->tpl_tried = true;
         w->tpl = template_start(w->loop, argv, w->env);
     }
-    struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
-                                           SANDBOX_MAX_TASKS, w->opts->cpus};
-    int rc = argv && w->env ? child_start(w->child, argv, w->env,
-                                          w->opts->sandbox ? &limits : NULL, w->tpl)
-                            : -ENOMEM;
+    int rc = start_child(w, argv, false);
     free_argv(argv);
     w->started += rc == 0;
     if (rc) {
@@ -250,11 +259,7 @@ static void start_spare(struct respawn *w)
         template_state(w->tpl) != TEMPLATE_READY)
         return;
     char **argv = worker_argv(w->program, w->opts);
-    struct sandbox_cgroup_limits limits = {(uint64_t)w->opts->memory_mib << 20,
-                                           SANDBOX_MAX_TASKS, w->opts->cpus};
-    int rc = argv && w->env ? child_start_spare(w->child, argv, w->env,
-                                                w->opts->sandbox ? &limits : NULL, w->tpl)
-                            : -ENOMEM;
+    int rc = start_child(w, argv, true);
     free_argv(argv);
     if (rc && rc != -EAGAIN)
         log_warn("cannot start a worker beforehand: %s", strerror(-rc));
