@@ -33,6 +33,13 @@ class StdinNotImplementedError(NotImplementedError):
     """input() was called, but the client that sent the cell does not take input."""
 
 
+# What OutStream.write reads directly: the request and capture of this context,
+# and the pump (link.write without its layer; None outside a worker).
+_current = request._current
+_capture = request._capture
+_send = link._sandpit.write if link._sandpit is not None else None
+
+
 def _write(fd, data):
     target = request.capturing()
     while target is not None:
@@ -79,6 +86,11 @@ class OutStream(io.TextIOBase):
     def write(self, s):
         if s.__class__ is not str and not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        # The common case in one call: nothing captures this context's output
+        # (a print in a loop writes twice per line).
+        if _send is not None and _capture.get() is None:
+            req = _current.get()
+            return _send(self._fd, s, req.msg_id if req is not None else None)
         return _write(self._fd, s)
 
     def writelines(self, lines):
