@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "kernel/embedded.h"
 #include "kernel/log.h"
@@ -465,25 +464,9 @@ static void fmt_exception(char *err, size_t errlen, const char *what)
     PyErr_Clear();
 }
 
-static void *arena_alloc(void *ctx, size_t size)
-{
-    (void)ctx;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void arena_free(void *ctx, void *p, size_t size)
-{
-    (void)ctx;
-    munmap(p, size);
-}
-
 int pyrt_init(char *err, size_t errlen)
 {
     double start = monotime_now();
-    PyObjectArenaAllocator arenas = {NULL, arena_alloc, arena_free};
-    PyObject_SetArenaAllocator(&arenas);
     if (PyImport_AppendInittab("_sandpit", sp_init) < 0) {
         snprintf(err, errlen, "cannot register _sandpit");
         return -1;
