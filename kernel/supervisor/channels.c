@@ -147,6 +147,7 @@ int channels_send(struct channels *c, enum connection_channel ch, const struct m
         log_error("cannot serialise a %s message: %s", msg_type(m), strerror(-rc));
         return rc;
     }
+    c->used |= 1u << ch;
     for (size_t i = 0; i < n; i++) {
         int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
         if (zmq_send(c->sockets[ch], frames[i].data, frames[i].len, flags) < 0) {
@@ -159,6 +160,13 @@ int channels_send(struct channels *c, enum connection_channel ch, const struct m
     }
     wire_frames_free(frames, n);
     return rc;
+}
+
+unsigned channels_take_used(struct channels *c)
+{
+    unsigned used = c->used;
+    c->used = 0;
+    return used;
 }
 
 /* One message read from ch; false to stop reading. */

@@ -19,7 +19,12 @@ struct channels {
     void *sockets[CONNECTION_NCHANNELS];
     struct sign *sign;  /* borrowed; it remembers the signatures it accepted */
     size_t max_message; /* bytes of one message, its frames together; 0: no cap */
+    unsigned used;      /* bit 1 << channel: sent on since channels_take_used */
 };
+
+/* The channels sent on since the last call (bits 1 << channel), which the
+ * event loop must ask for their events before it waits; then none. */
+unsigned channels_take_used(struct channels *c);
 
 /* Where drained messages go. */
 struct channels_sink {

@@ -1,5 +1,13 @@
-/* loop: zmq_poll over the registered sockets and descriptors, then the time
- * events that are due.
+/* loop: poll(2) over the registered descriptors and the sockets' ZMQ_FD, then
+ * the time events that are due.
+ *
+ * A socket is asked for its events (ZMQ_EVENTS, two system calls) only when it
+ * may have changed: its ZMQ_FD fired, its handler ran, or the owner says it
+ * sent on it (loop_socket_used). ZMQ_FD only signals commands from ZeroMQ's
+ * own thread, and any operation on a socket may take those commands, so a
+ * socket that was used must be asked before the loop sleeps; one that was not
+ * used and did not fire has nothing new. zmq_poll asked every socket twice per
+ * turn, which was most of the supervisor's system calls per cell.
  *
  * The hard part is that handlers change the registrations while the loop is
  * walking them: a handler that restarts the worker removes the old link's
@@ -15,18 +23,20 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <zmq.h>
 
 #include "kernel/monotime.h"
 
-#define MAX_WAIT_MS 3600000 /* an hour: zmq_poll takes a long of milliseconds */
+#define MAX_WAIT_MS 3600000 /* an hour: poll takes an int of milliseconds */
 
 struct file_event {
     long long id;
     void *socket; /* or NULL for a descriptor */
-    int fd;
-    int events; /* LOOP_READABLE | LOOP_WRITABLE */
+    int fd;       /* the descriptor, or the socket's ZMQ_FD */
+    bool check;   /* a socket to ask for its events before the next wait */
+    int events;   /* LOOP_READABLE | LOOP_WRITABLE */
     int rank;
     loop_file_fn *fn;
     void *data;
@@ -111,10 +121,32 @@ static long long add_file(struct loop *l, void *socket, int fd, int events, int 
     return l->files[at].id;
 }
 
+static struct file_event *find_file(struct loop *l, long long id)
+{
+    for (size_t i = 0; i < l->nfiles; i++)
+        if (l->files[i].id == id)
+            return &l->files[i];
+    return NULL;
+}
+
 long long loop_add_socket(struct loop *l, void *socket, int rank, loop_file_fn *fn,
                           void *data)
 {
-    return add_file(l, socket, -1, LOOP_READABLE, rank, fn, data);
+    int fd;
+    size_t len = sizeof fd;
+    if (zmq_getsockopt(socket, ZMQ_FD, &fd, &len) != 0)
+        return -errno;
+    long long id = add_file(l, socket, fd, LOOP_READABLE, rank, fn, data);
+    if (id > 0)
+        find_file(l, id)->check = true;
+    return id;
+}
+
+void loop_socket_used(struct loop *l, const void *socket)
+{
+    for (size_t i = 0; i < l->nfiles; i++)
+        if (l->files[i].socket == socket)
+            l->files[i].check = true;
 }
 
 long long loop_add_fd(struct loop *l, int fd, int events, int rank, loop_file_fn *fn,
@@ -123,14 +155,6 @@ long long loop_add_fd(struct loop *l, int fd, int events, int rank, loop_file_fn
     if (fd < 0)
         return -EBADF;
     return add_file(l, NULL, fd, events, rank, fn, data);
-}
-
-static struct file_event *find_file(struct loop *l, long long id)
-{
-    for (size_t i = 0; i < l->nfiles; i++)
-        if (l->files[i].id == id)
-            return &l->files[i];
-    return NULL;
 }
 
 int loop_set_events(struct loop *l, long long id, int events)
@@ -205,23 +229,30 @@ static long wait_ms(const struct loop *l, int max_wait_ms)
     return max_wait_ms < 0 && !any ? -1 : ms;
 }
 
-static void fire_files(struct loop *l, const zmq_pollitem_t *items, const long long *ids,
-                       size_t n)
+/* Whether a socket has a message to read: also when asking fails (a closed
+ * context), so that its handler finds out. */
+static bool socket_readable(void *socket)
+{
+    int ev = 0;
+    size_t len = sizeof ev;
+    return zmq_getsockopt(socket, ZMQ_EVENTS, &ev, &len) != 0 || (ev & ZMQ_POLLIN);
+}
+
+static void fire_files(struct loop *l, const int *ready, const long long *ids, size_t n)
 {
     for (size_t i = 0; i < n && !l->stopped; i++) {
-        short re = items[i].revents;
-        if (!re)
+        if (!ready[i])
             continue;
         struct file_event *f = find_file(l, ids[i]);
         if (!f)
             continue; /* removed by an earlier handler of this turn */
-        int events = 0;
-        if (re & (ZMQ_POLLIN | ZMQ_POLLERR))
-            events |= LOOP_READABLE;
-        if ((re & ZMQ_POLLOUT) && (f->events & LOOP_WRITABLE))
-            events |= LOOP_WRITABLE;
-        if (events)
-            f->fn(l, f->id, events, f->data);
+        int events = ready[i] & (LOOP_READABLE | (f->events & LOOP_WRITABLE));
+        if (!events)
+            continue;
+        f->fn(l, f->id, events, f->data);
+        /* It may have left messages (a batch is done): asked again next turn. */
+        if ((f = find_file(l, ids[i])) && f->socket)
+            f->check = true;
     }
 }
 
@@ -252,31 +283,59 @@ int loop_turn(struct loop *l, int max_wait_ms)
     if (l->stopped)
         return 0;
     size_t n = l->nfiles;
-    zmq_pollitem_t *items = calloc(n ? n : 1, sizeof *items);
+    struct pollfd *pfd = calloc(n ? n : 1, sizeof *pfd);
     long long *ids = calloc(n ? n : 1, sizeof *ids);
+    int *ready = calloc(n ? n : 1, sizeof *ready);
     int rc = 0;
-    if (!items || !ids) {
+    if (!pfd || !ids || !ready) {
         rc = -ENOMEM;
         goto out;
     }
+    bool any = false;
     for (size_t i = 0; i < n; i++) {
-        const struct file_event *f = &l->files[i];
+        struct file_event *f = &l->files[i];
         ids[i] = f->id;
-        items[i].socket = f->socket;
-        items[i].fd = f->fd;
-        items[i].events = (short)((f->events & LOOP_READABLE ? ZMQ_POLLIN : 0) |
-                                  (f->events & LOOP_WRITABLE ? ZMQ_POLLOUT : 0));
+        pfd[i].fd = f->fd;
+        pfd[i].events = (short)((f->events & LOOP_READABLE ? POLLIN : 0) |
+                                (f->events & LOOP_WRITABLE ? POLLOUT : 0));
+        if (f->socket && f->check) {
+            f->check = false;
+            if (socket_readable(f->socket)) {
+                ready[i] = LOOP_READABLE;
+                any = true;
+            }
+        }
     }
-    if (zmq_poll(items, (int)n, wait_ms(l, max_wait_ms)) < 0) {
-        if (errno != EINTR)
+    if (poll(pfd, n, any ? 0 : (int)wait_ms(l, max_wait_ms)) < 0) {
+        if (errno != EINTR) {
             rc = -errno;
-        goto out;
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            pfd[i].revents = 0; /* a signal: what the sockets said still holds */
     }
-    fire_files(l, items, ids, n);
+    for (size_t i = 0; i < n; i++) {
+        short re = pfd[i].revents;
+        if (!re)
+            continue;
+        if (l->files[i].socket) {
+            if (!ready[i] && socket_readable(l->files[i].socket))
+                ready[i] = LOOP_READABLE;
+            continue;
+        }
+        if (re & ~(POLLIN | POLLOUT)) /* an error or a hang-up: a read finds out */
+            ready[i] |= LOOP_READABLE;
+        if (re & POLLIN)
+            ready[i] |= LOOP_READABLE;
+        if (re & POLLOUT)
+            ready[i] |= LOOP_WRITABLE;
+    }
+    fire_files(l, ready, ids, n);
     fire_timers(l);
 out:
-    free(items);
+    free(pfd);
     free(ids);
+    free(ready);
     return rc;
 }
 

@@ -48,6 +48,10 @@ void loop_free(struct loop *l);
  * id (> 0) or -errno. */
 long long loop_add_socket(struct loop *l, void *socket, int rank, loop_file_fn *fn,
                           void *data);
+/* Says that the owner sent on, or read from, socket outside its handler: it is
+ * asked for its events before the loop next waits (ZeroMQ may have taken the
+ * news of a message that arrived, so its descriptor will not tell). */
+void loop_socket_used(struct loop *l, const void *socket);
 /* Watches a descriptor for LOOP_READABLE and/or LOOP_WRITABLE. As above. */
 long long loop_add_fd(struct loop *l, int fd, int events, int rank, loop_file_fn *fn,
                       void *data);

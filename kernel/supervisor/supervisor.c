@@ -2,7 +2,7 @@
  * This file sets everything up, wires it together and runs the loop; a reader
  * who follows one execute_request goes down the files in this order:
  *
- *   loop.c        loop_run: zmq_poll; the shell socket is readable
+ *   loop.c        loop_run: poll; the shell socket is readable
  *   channels.c    channels_drain: recv_frames, msg_parse (wire_split,
  *                 sign_verify: protocol/), then the sink below
  *   dispatch.c    dispatch_msg: the table says the worker answers it
@@ -266,9 +266,12 @@ static void on_gateway_stop(void *data, const char *why)
 /* Before each wait: start what waits for a worker that has become free. */
 static void before_wait(struct loop *l, void *data)
 {
-    (void)l;
     struct supervisor *s = data;
     shells_pump(&s->k);
+    unsigned used = channels_take_used(&s->channels);
+    for (int c = 0; used && c < CONNECTION_NCHANNELS; c++)
+        if (used & (1u << c))
+            loop_socket_used(l, s->channels.sockets[c]);
 }
 
 /* --- set-up --------------------------------------------------------------------- */
