@@ -82,6 +82,54 @@ static int run(sqlite3 *db, const char *sql, long long a, long long b, const cha
     return rc == SQLITE_ROW ? SQLITE_DONE : rc;
 }
 
+/* The statements of each cell, prepared on first use and kept with the
+ * database (history_add, history_set_output). */
+enum { WRITE_INPUT, WRITE_OUTPUT };
+static const char *const write_sql[] = {
+    [WRITE_INPUT] = "INSERT OR REPLACE INTO history (session, line, source, source_raw) "
+                    "VALUES (?1, ?2, ?3, ?3)",
+    [WRITE_OUTPUT] = "INSERT OR REPLACE INTO output_history (session, line, output) "
+                     "VALUES (?1, ?2, ?3)",
+};
+
+static void finalize_writes(struct history *h)
+{
+    for (size_t i = 0; i < sizeof h->writes / sizeof *h->writes; i++) {
+        sqlite3_finalize(h->writes[i]);
+        h->writes[i] = NULL;
+    }
+}
+
+/* Closes h->db with its prepared statements. */
+static void close_db(struct history *h)
+{
+    finalize_writes(h);
+    sqlite3_close(h->db);
+    h->db = NULL;
+}
+
+/* Runs one of write_sql with session, line and text: SQLITE_DONE or another
+ * result code, with the database's sentence in why. */
+static int run_write(struct history *h, int which, long long line, const char *text,
+                     char *why, size_t whylen)
+{
+    sqlite3_stmt **st = &h->writes[which];
+    int rc = *st ? SQLITE_OK
+                 : sqlite3_prepare_v3(h->db, write_sql[which], -1,
+                                      SQLITE_PREPARE_PERSISTENT, st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(*st, 1, h->session);
+        sqlite3_bind_int64(*st, 2, line);
+        sqlite3_bind_text(*st, 3, text, -1, SQLITE_STATIC);
+        rc = sqlite3_step(*st);
+        sqlite3_reset(*st);
+        sqlite3_clear_bindings(*st);
+    }
+    if (rc != SQLITE_DONE)
+        snprintf(why, whylen, "%s", sqlite3_errmsg(h->db));
+    return rc;
+}
+
 /* Opens path (NULL: memory) with the schema in place. SQLITE_OK or a result
  * code with why; *db is NULL on failure. */
 static int open_db(const char *path, sqlite3 **db, char *why, size_t whylen)
@@ -139,8 +187,7 @@ static int use_memory(struct history *h, long long session)
     if (open_db(NULL, &h->db, why, sizeof why) != SQLITE_OK ||
         begin_session(h, session, why, sizeof why) != SQLITE_DONE) {
         log_error("history: cannot keep it even in memory: %s", why);
-        sqlite3_close(h->db);
-        h->db = NULL;
+        close_db(h);
         return -ENOMEM;
     }
     return 0;
@@ -173,8 +220,7 @@ int history_open(struct history *h, const char *path)
     log_warn("history: cannot use %s (%s): this kernel keeps its history in memory, "
              "where it does not outlive the kernel",
              path, why);
-    sqlite3_close(h->db);
-    h->db = NULL;
+    close_db(h);
     return use_memory(h, 0);
 }
 
@@ -182,7 +228,7 @@ void history_close(struct history *h)
 {
     if (h->db) {
         end_session(h);
-        sqlite3_close(h->db);
+        close_db(h);
     }
     free(h->path);
     memset(h, 0, sizeof *h);
@@ -195,6 +241,7 @@ static void give_up_file(struct history *h, const char *why)
     log_warn("history: writing to %s failed (%s): this kernel keeps its history in "
              "memory from now on, where it does not outlive the kernel",
              h->path, why);
+    finalize_writes(h);
     sqlite3 *old = h->db;
     h->db = NULL;
     free(h->path);
@@ -208,11 +255,8 @@ static void give_up_file(struct history *h, const char *why)
             sqlite3_bind_int64(st, 1, h->session);
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *src = (const char *)sqlite3_column_text(st, 1);
-                run(h->db,
-                    "INSERT OR REPLACE INTO history (session, line, source, source_raw) "
-                    "VALUES (?1, ?2, ?3, ?3)",
-                    h->session, sqlite3_column_int64(st, 0), src ? src : "", NULL,
-                    ignored, sizeof ignored);
+                run_write(h, WRITE_INPUT, sqlite3_column_int64(st, 0), src ? src : "",
+                          ignored, sizeof ignored);
             }
         }
         sqlite3_finalize(st);
@@ -221,17 +265,17 @@ static void give_up_file(struct history *h, const char *why)
 }
 
 /* A write: on the file's failure, given up for memory and tried there. */
-static int write_row(struct history *h, const char *sql, long long line, const char *text)
+static int write_row(struct history *h, int which, long long line, const char *text)
 {
     char why[256];
     if (!h->db)
         return -ENOMEM;
-    int rc = run(h->db, sql, h->session, line, text, NULL, why, sizeof why);
+    int rc = run_write(h, which, line, text, why, sizeof why);
     if (rc != SQLITE_DONE && h->path) {
         give_up_file(h, why);
         if (!h->db)
             return -ENOMEM;
-        rc = run(h->db, sql, h->session, line, text, NULL, why, sizeof why);
+        rc = run_write(h, which, line, text, why, sizeof why);
     }
     if (rc != SQLITE_DONE) {
         log_debug("history: %s", why);
@@ -258,18 +302,12 @@ void history_new_session(struct history *h)
 
 int history_add(struct history *h, int line, const char *input)
 {
-    return write_row(h,
-                     "INSERT OR REPLACE INTO history (session, line, source, source_raw) "
-                     "VALUES (?1, ?2, ?3, ?3)",
-                     line, input);
+    return write_row(h, WRITE_INPUT, line, input);
 }
 
 int history_set_output(struct history *h, int line, const char *output)
 {
-    return write_row(h,
-                     "INSERT OR REPLACE INTO output_history (session, line, output) "
-                     "VALUES (?1, ?2, ?3)",
-                     line, output);
+    return write_row(h, WRITE_OUTPUT, line, output);
 }
 
 /* --- queries ----------------------------------------------------------------------- */

@@ -16,9 +16,11 @@
 #define HISTORY_PATTERN_MAX 4096                     /* longest glob of a search */
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 struct history {
     struct sqlite3 *db;
+    struct sqlite3_stmt *writes[2]; /* the per-cell writes, prepared once */
     char *path;        /* the database's file; NULL once it is kept in memory */
     long long session; /* the current session's number, from 1 */
 };
