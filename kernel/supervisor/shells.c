@@ -365,22 +365,18 @@ void shells_answer(struct kernel *k, struct request **req)
     request_free(r);
 }
 
+/* The request goes to the worker first, and its busy, execute_input and any
+ * notice after: the worker starts on the cell while they are made and sent,
+ * and what it sends back is read only after them, so clients see the same
+ * order. */
 static void start_request(struct kernel *k, struct shell *sh, struct request *r)
 {
-    outbox_busy(k, r);
     const char *code = json_string_value(json_object_get(r->msg->content, "code"));
     if (r->execute) {
-        if (r->store_history) {
+        if (r->store_history)
             k->execution_count++;
-            history_add(&k->history, k->execution_count, code);
-        }
         r->execution_count = k->execution_count + (r->store_history ? 0 : 1);
         r->reply_count = k->execution_count;
-        if (!r->silent) {
-            json_t *c = json_pack("{s:s, s:i}", "code", code, "execution_count",
-                                  r->execution_count);
-            outbox_publish(k, r->msg->header, "execute_input", &c);
-        }
     }
     json_t *w = link_request_build(&(struct link_request){
         .shell = sh->id,
@@ -396,10 +392,19 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
     });
     sh->current = r;
     remember_parent(k, r);
-    limits_start(k, r);
     if (!w || k->io.to_worker(k->io.ctx, w, r->msg) != 0)
         log_warn("the request %s did not reach the worker", msg_id(r->msg));
     json_decref(w);
+    outbox_busy(k, r);
+    if (r->execute && !r->silent) {
+        json_t *c =
+            json_pack("{s:s, s:i}", "code", code, "execution_count", r->execution_count);
+        outbox_publish(k, r->msg->header, "execute_input", &c);
+    }
+    limits_start(k, r); /* its notice comes after execute_input */
+    /* Written while the worker runs the cell, not before it has it. */
+    if (r->execute && r->store_history)
+        history_add(&k->history, k->execution_count, code);
 }
 
 void shells_pump(struct kernel *k)
