@@ -32,6 +32,7 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/options.h"
+#include "kernel/worker/prefault.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
 #include "kernel/worker/spawner.h"
@@ -247,6 +248,8 @@ int worker_main(int argc, char **argv)
      * without it, and each worker adds it once it is confined. */
     char *pythonpath = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
     unsetenv("PYTHONPATH");
+    /* Before CPython starts: its data segment in one call (prefault.h). */
+    prefault_library_data("libpython");
     if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
         return 4;
