@@ -239,7 +239,7 @@ FUZZ_TARGETS := wire msg connection link load
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
                 $(PKG_CFLAGS)
-LINK_SRC     := kernel/link/link.c kernel/link/frames.c
+LINK_SRC     := kernel/link/link.c kernel/link/frames.c kernel/prefault.c
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 .SECONDARY: $(FUZZ_LIB_OBJ)

@@ -224,7 +224,13 @@ char *dump_part(const json_t *v, size_t *len)
         goto done;
     for (size_t i = 0; i < n; i++)
         size += large_size(&large[i]);
-    if (!(out = malloc(rest_len + size + 1)))
+    /* From jansson's allocator, as jansson_text's are: a program that gives
+     * jansson one for large blocks (the supervisor maps them at once) has it
+     * for this one too. Freed with free(), as jansson's texts are. */
+    json_malloc_t alloc;
+    json_free_t unused;
+    json_get_alloc_funcs(&alloc, &unused);
+    if (!(out = alloc(rest_len + size + 1)))
         goto done;
     char *o = out;
     memcpy(o, rest, rest_len - 1); /* all but its closing brace */

@@ -17,6 +17,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "kernel/prefault.h"
+
 static uint32_t get_u32(const unsigned char *p)
 {
     uint32_t v;
@@ -77,11 +79,20 @@ ssize_t link_reader_fill(struct link_reader *r, int fd)
     }
     if (r->cap - r->len < 65536) {
         size_t ncap = r->cap ? r->cap * 2 : 131072;
+        /* A large frame whose length has come: room for all of it at once,
+         * rather than a copy at each doubling (a frame over the limit is
+         * refused by link_reader_next, and gets no room here). */
+        size_t body = link_reader_pending_size(r);
+        size_t limit = r->max_frame ? r->max_frame : LINK_MAX_FRAME;
+        if (body <= limit && r->off + 4 + (size_t)body + 65536 > ncap)
+            ncap = r->off + 4 + (size_t)body + 65536;
         while (ncap - r->len < 65536)
             ncap *= 2;
         unsigned char *nb = realloc(r->buf, ncap);
         if (!nb)
             return -ENOMEM;
+        if (ncap - r->len >= PREFAULT_LARGE)
+            prefault_range(nb + r->len, ncap - r->len);
         r->buf = nb;
         r->cap = ncap;
     }
@@ -111,7 +122,7 @@ int link_reader_next(struct link_reader *r, struct link_frame *out)
     if (jlen > (size_t)(end - p))
         return -EBADMSG;
     int rc = -ENOMEM;
-    out->json = malloc(jlen + 1);
+    out->json = prefault_malloc(jlen + 1);
     if (!out->json)
         goto fail;
     memcpy(out->json, p, jlen);
@@ -132,7 +143,7 @@ int link_reader_next(struct link_reader *r, struct link_frame *out)
         if (!nb)
             goto fail;
         out->buffers = nb;
-        nb[out->nbuffers].data = malloc(blen ? blen : 1);
+        nb[out->nbuffers].data = prefault_malloc(blen ? blen : 1);
         if (!nb[out->nbuffers].data)
             goto fail;
         memcpy(nb[out->nbuffers].data, p, blen);

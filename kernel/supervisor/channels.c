@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -17,6 +18,8 @@
 
 #define MAX_FRAMES  1024 /* frames in one ZeroMQ message */
 #define DRAIN_BATCH 256  /* messages read from one socket per event */
+/* A frame this long is handed to ZeroMQ rather than copied (a chart's content). */
+#define ZERO_COPY_FROM (64u << 10)
 
 static const int socket_types[CONNECTION_NCHANNELS] = {
     [CONNECTION_SHELL] = ZMQ_ROUTER, [CONNECTION_IOPUB] = ZMQ_XPUB,
@@ -138,6 +141,28 @@ static int recv_frames(void *sock, struct wire_frame **frames, size_t max)
     return n;
 }
 
+static void free_frame(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* Sends a large frame without a copy: ZeroMQ takes the block and frees it
+ * (from its I/O thread) once it is written. Returns true if it failed. */
+static bool send_owned(void *socket, struct wire_frame *f, int flags)
+{
+    zmq_msg_t part;
+    if (zmq_msg_init_data(&part, f->data, f->len, free_frame, NULL) != 0)
+        return true;
+    f->data = NULL;
+    if (zmq_msg_send(&part, socket, flags) >= 0)
+        return false;
+    int err = errno;
+    zmq_msg_close(&part);
+    errno = err;
+    return true;
+}
+
 int channels_send(struct channels *c, enum connection_channel ch, const struct msg *m)
 {
     struct wire_frame *frames;
@@ -150,7 +175,9 @@ int channels_send(struct channels *c, enum connection_channel ch, const struct m
     c->used |= 1u << ch;
     for (size_t i = 0; i < n; i++) {
         int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
-        if (zmq_send(c->sockets[ch], frames[i].data, frames[i].len, flags) < 0) {
+        if (frames[i].len >= ZERO_COPY_FROM
+                ? send_owned(c->sockets[ch], &frames[i], flags)
+                : zmq_send(c->sockets[ch], frames[i].data, frames[i].len, flags) < 0) {
             rc = -errno;
             /* A full pipe drops the message: that is the price of never blocking. */
             log_warn("dropped a %s message on %s: %s", msg_type(m),

@@ -44,6 +44,7 @@
 
 #include "kernel/link/frames.h"
 #include "kernel/log.h"
+#include "kernel/prefault.h"
 #include "kernel/supervisor/channels.h"
 #include "kernel/supervisor/child.h"
 #include "kernel/supervisor/commport.h"
@@ -391,6 +392,10 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
      * apart, and free() itself never trims. */
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    /* And the first large output maps its blocks in one call each rather
+     * than a page fault per page (prefault.h): jansson's strings and texts,
+     * the link's buffer and frames. */
+    json_set_alloc_funcs(prefault_malloc, free);
     s->opts = opts;
     s->gateway = gw;
     s->sigfd = -1;

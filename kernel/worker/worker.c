@@ -32,7 +32,7 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/options.h"
-#include "kernel/worker/prefault.h"
+#include "kernel/prefault.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
 #include "kernel/worker/spawner.h"

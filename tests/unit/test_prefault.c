@@ -1,19 +1,21 @@
 /* Unit tests for prefault: a loaded library's writable segment is mapped by
  * one call (each of its pages is the process's own copy before anything
- * writes it), and a library that is not loaded is said to be missing. Where the kernel
- * lacks MADV_POPULATE_WRITE (before Linux 5.14) the call must fail with EINVAL and change
- * nothing. */
+ * writes it), and a library that is not loaded is said to be missing; a range
+ * is mapped whole, and only it, without a change to what it holds, and so is a
+ * large block from prefault_malloc. Where the kernel lacks MADV_POPULATE_WRITE
+ * (before Linux 5.14) the calls must fail with EINVAL and change nothing. */
 #include <Python.h>
 
 #include <errno.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel/worker/prefault.h"
+#include "kernel/prefault.h"
 #include "testing.h"
 
 /* The last byte that libpython's writable segment takes from the file: past
@@ -98,9 +100,65 @@ static void test_a_library_not_loaded_is_missing(void)
     CHECK_INT(prefault_library_data("libnothing-of-the-sort"), -ENOENT);
 }
 
+/* How many of the n pages from p are in memory. */
+static size_t resident(const void *p, size_t n)
+{
+    unsigned char vec[64];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), in = 0;
+    if (n > sizeof vec || mincore((void *)p, n * page, vec) != 0)
+        return (size_t)-1;
+    for (size_t i = 0; i < n; i++)
+        in += vec[i] & 1;
+    return in;
+}
+
+static void test_a_range_is_mapped_whole_and_alone(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p =
+        mmap(NULL, 32 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    p[10 * page + 5] = 42; /* written before: kept */
+    CHECK_INT(resident(p, 32), 1);
+    /* From inside page 8 to inside page 19: pages 8 to 19, rounded out. */
+    int rc = prefault_range(p + 8 * page + 100, 11 * page);
+    if (!kernel_populates()) {
+        printf("    not applicable: no MADV_POPULATE_WRITE; the call fails\n");
+        CHECK_INT(rc, -EINVAL);
+        CHECK_INT(resident(p, 32), 1);
+        munmap(p, 32 * page);
+        return;
+    }
+    CHECK_INT(rc, 0);
+    CHECK_INT(resident(p, 8), 0);
+    CHECK_INT(resident(p + 8 * page, 12), 12);
+    CHECK_INT(resident(p + 20 * page, 12), 0);
+    CHECK_INT(p[10 * page + 5], 42);
+    CHECK_INT(p[12 * page], 0);
+    CHECK_INT(prefault_range(p, 0), 0);
+    munmap(p, 32 * page);
+}
+
+static void test_a_large_block_is_mapped_when_it_is_made(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    /* Larger than glibc maps apart (128 kB by default): pages of its own. */
+    size_t size = PREFAULT_LARGE;
+    REQUIRE(size <= 64 * page);
+    unsigned char *p = prefault_malloc(size);
+    REQUIRE(p);
+    unsigned char *first = (unsigned char *)(((uintptr_t)p + page - 1) & ~(page - 1));
+    size_t whole = (size_t)(p + size - first) / page;
+    CHECK_INT(resident(first, whole), kernel_populates() ? whole : 0);
+    memset(p, 7, size);
+    free(p);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_a_library_segment_is_mapped_in_one_call),
     TESTING_CASE(test_a_library_not_loaded_is_missing),
+    TESTING_CASE(test_a_range_is_mapped_whole_and_alone),
+    TESTING_CASE(test_a_large_block_is_mapped_when_it_is_made),
     {0},
 };
 

@@ -1,9 +1,10 @@
 /* prefault: see prefault.h. */
-#include "kernel/worker/prefault.h"
+#include "kernel/prefault.h"
 
 #include <errno.h>
 #include <link.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -54,4 +55,28 @@ long prefault_library_data(const char *name)
     if (!dl_iterate_phdr(each_object, &s))
         return -ENOENT;
     return s.mapped || !s.err ? s.mapped : -s.err;
+}
+
+int prefault_range(void *addr, size_t len)
+{
+    static int unsupported; /* the kernel's answer, once it said no */
+    if (unsupported)
+        return -unsupported;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t)addr & ~(page - 1);
+    uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+    if (len == 0 || madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0)
+        return 0;
+    int err = errno;
+    if (err == EINVAL)
+        unsupported = err;
+    return -err;
+}
+
+void *prefault_malloc(size_t size)
+{
+    void *p = malloc(size);
+    if (p && size >= PREFAULT_LARGE)
+        prefault_range(p, size);
+    return p;
 }
