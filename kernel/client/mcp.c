@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/client/base64.h"
+#include "kernel/base64.h"
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
 #include "kernel/client/instance.h"

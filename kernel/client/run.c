@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/client/base64.h"
+#include "kernel/base64.h"
 #include "kernel/client/client.h"
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"

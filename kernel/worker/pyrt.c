@@ -23,9 +23,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "kernel/base64.h"
 #include "kernel/embedded.h"
 #include "kernel/log.h"
 #include "kernel/monotime.h"
+#include "kernel/worker/blocks.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/uplink.h"
 
@@ -381,7 +383,28 @@ static PyObject *sp_sources(PyObject *self, PyObject *args)
     return d;
 }
 
+/* b64encode(data: bytes-like) -> str. The base64 of data, without newlines,
+ * written straight into an ASCII str: binascii makes bytes, which must then
+ * be decoded into a second copy, and it encodes a third as fast. */
+static PyObject *sp_b64encode(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *text = NULL;
+    if ((size_t)view.len > (size_t)PY_SSIZE_T_MAX / 4 * 3 - 3)
+        PyErr_NoMemory();
+    else if ((text =
+                  PyUnicode_New((Py_ssize_t)base64_encoded_len((size_t)view.len), 127)))
+        base64_encode_into(view.buf, (size_t)view.len,
+                           (char *)PyUnicode_1BYTE_DATA(text));
+    PyBuffer_Release(&view);
+    return text;
+}
+
 static PyMethodDef sp_methods[] = {
+    {"b64encode", sp_b64encode, METH_O, "The base64 of a bytes-like object, as str."},
     {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
     {"recv", sp_recv, METH_VARARGS, "Receive the next frame from the supervisor."},
     {"recv_in_turn", sp_recv_in_turn, METH_NOARGS, "The reader thread's receive."},
@@ -464,6 +487,79 @@ static void fmt_exception(char *err, size_t errlen, const char *what)
     PyErr_Clear();
 }
 
+/* --- large blocks ------------------------------------------------------------- */
+
+/* Python's allocator for the blocks it does not pool (over 512 bytes),
+ * wrapped: a new block of BLOCKS_FROM bytes or more is one of blocks.h's
+ * (mapped at once, kept for reuse when freed), and an allocation that fails
+ * is tried again once the blocks kept have been given back. Zeroed blocks
+ * stay glibc's (blocks.h says why), and so does a block glibc made, however
+ * it is resized. */
+static PyMemAllocatorEx raw_allocator;
+
+static void *raw_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    void *p = size >= BLOCKS_FROM ? blocks_alloc(size) : NULL;
+    if (!p)
+        p = raw_allocator.malloc(raw_allocator.ctx, size);
+    if (!p && blocks_release())
+        p = raw_allocator.malloc(raw_allocator.ctx, size);
+    return p;
+}
+
+static void *raw_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    (void)ctx;
+    void *p = raw_allocator.calloc(raw_allocator.ctx, nelem, elsize);
+    if (!p && blocks_release())
+        p = raw_allocator.calloc(raw_allocator.ctx, nelem, elsize);
+    return p;
+}
+
+static void *raw_realloc(void *ctx, void *ptr, size_t size)
+{
+    if (!ptr)
+        return raw_malloc(ctx, size);
+    if (blocks_owns(ptr)) {
+        if (size >= BLOCKS_FROM)
+            return blocks_realloc(ptr, size);
+        /* Shrunk below the size of a block: into one of glibc's. */
+        void *p = raw_malloc(ctx, size ? size : 1);
+        if (p) {
+            memcpy(p, ptr, size);
+            blocks_free(ptr);
+        }
+        return p;
+    }
+    void *p = raw_allocator.realloc(raw_allocator.ctx, ptr, size);
+    if (!p && blocks_release())
+        p = raw_allocator.realloc(raw_allocator.ctx, ptr, size);
+    return p;
+}
+
+static void raw_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    if (blocks_owns(ptr))
+        blocks_free(ptr);
+    else
+        raw_allocator.free(raw_allocator.ctx, ptr);
+}
+
+static void release_blocks(void)
+{
+    blocks_release();
+}
+
+static void wrap_raw_allocator(void)
+{
+    PyMem_GetAllocator(PYMEM_DOMAIN_RAW, &raw_allocator);
+    PyMemAllocatorEx wrapped = {NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
+    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &wrapped);
+    uplink_on_idle(release_blocks);
+}
+
 int pyrt_init(char *err, size_t errlen)
 {
     double start = monotime_now();
@@ -492,6 +588,7 @@ int pyrt_init(char *err, size_t errlen)
                  st.err_msg ? st.err_msg : "Py_InitializeFromConfig failed");
         return -1;
     }
+    wrap_raw_allocator();
     double initialised = monotime_now();
     const char *v = Py_GetVersion();
     size_t n = strcspn(v, " ");

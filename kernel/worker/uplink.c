@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,6 +36,8 @@ static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct link_reader reader;
 static size_t frame_limit = LINK_MAX_FRAME;
+static bool idle_trimmed = true; /* (recv_mu) no frame since memory was last given back */
+static void (*idle_hook)(void);  /* gives back what the runtime keeps */
 
 static pthread_mutex_t turn_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
@@ -51,6 +54,11 @@ static _Noreturn void link_lost(int err)
     log_info("the link to the supervisor is gone (%s); the worker exits",
              err ? strerror(err) : "closed");
     _exit(err ? 70 : 0);
+}
+
+void uplink_on_idle(void (*fn)(void))
+{
+    idle_hook = fn;
 }
 
 void uplink_init(void)
@@ -122,6 +130,15 @@ int uplink_recv(struct link_frame *out, bool block)
                 rc = 0;
                 break;
             }
+            /* A second with nothing to do: what the last cells left freed goes
+             * back to the system (blocks.h keeps some while cells come). */
+            if (!idle_trimmed) {
+                link_reader_shrink(&reader);
+                if (idle_hook)
+                    idle_hook();
+                malloc_trim(0);
+                idle_trimmed = true;
+            }
             continue;
         }
         if (pfd.revents & POLLNVAL)
@@ -136,9 +153,12 @@ int uplink_recv(struct link_frame *out, bool block)
             break;
         }
     }
+    if (rc > 0)
+        idle_trimmed = false;
     pthread_mutex_unlock(&recv_mu);
     return rc;
 }
+
 /* Marks the reader thread as holding nothing (turn_mu held). */
 static void reader_lets_go_locked(void)
 {

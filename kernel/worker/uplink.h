@@ -17,6 +17,12 @@
 /* Takes the link over (fd 3, close-on-exec from now). Call once, first. */
 void uplink_init(void);
 
+/* fn is called (on the main thread) once the worker has waited a second
+ * between cells with nothing to do, after each run of work: it gives back
+ * memory kept for the next cell. The link's buffer and glibc's free memory
+ * are given back then too. */
+void uplink_on_idle(void (*fn)(void));
+
 /* The largest frame the supervisor accepts from this worker (it ends a worker
  * that sends more; see link_worker_frame_limit). 0: LINK_MAX_FRAME. */
 void uplink_set_frame_limit(size_t max);

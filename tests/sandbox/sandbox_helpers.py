@@ -16,7 +16,7 @@ import re
 import subprocess
 import uuid
 
-from sandpit_testing import SANDPIT, TIMEOUT, install_spec, start, stdout_of, stop
+from sandpit_testing import ASAN, SANDPIT, TIMEOUT, install_spec, start, stdout_of, stop
 
 # The layers in the order the kernel and `sandpit check-sandbox` report them.
 LAYERS = ["cgroup", "rlimits", "user-namespace", "network-namespace", "mount-namespace",
@@ -24,11 +24,6 @@ LAYERS = ["cgroup", "rlimits", "user-namespace", "network-namespace", "mount-nam
 STATES = {"pending", "active", "unavailable", "disabled", "failed"}
 
 
-# An AddressSanitizer build (make test SANITIZE=address) cannot run under a
-# memory limit: its shadow memory counts as data. It says so in its report
-# rather than claiming the limit, and the memory tests check that instead.
-ASAN = "AddressSanitizer" in subprocess.run([SANDPIT, "--version"], capture_output=True,
-                                            text=True).stdout
 
 
 def memory_limit_applies(k):

@@ -30,7 +30,6 @@ offers the usual display objects itself: HTML, Markdown, Latex, Math, SVG,
 JSON, Javascript, Image, Pretty.
 """
 
-import binascii
 import builtins
 import os
 import sys
@@ -38,7 +37,7 @@ import traceback
 import types
 import warnings
 
-from . import request
+from . import link, request
 
 __all__ = ["display", "update_display", "clear_output", "publish_display_data",
            "DisplayHandle", "format_object", "DisplayObject", "TextDisplayObject", "HTML",
@@ -193,7 +192,7 @@ def _warn_type(mime, result, accepted, obj):
 
 def _encode(mime, value):
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return binascii.b2a_base64(value, newline=False).decode("ascii")
+        return link.b64encode(value)
     return value
 
 
@@ -658,7 +657,7 @@ class Image(DisplayObject):
     def _data_and_metadata(self, always_both=False):
         if not isinstance(self.data, (bytes, bytearray)):
             raise FileNotFoundError("No such file or directory: '%s'" % (self.data,))
-        b64 = binascii.b2a_base64(self.data, newline=False).decode("ascii")
+        b64 = link.b64encode(self.data)
         md = dict(self.metadata) if self.metadata else {}
         for key in ("width", "height", "unconfined", "alt"):
             if getattr(self, key):

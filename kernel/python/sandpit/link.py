@@ -19,7 +19,7 @@ builder per kind makes what goes out. history() asks the supervisor for the
 history and waits for its answer, which the reader thread hands over with
 history_reply_received(). This module is also the only one that
 calls _sandpit, the C module the worker's embedding gives Python (frames,
-the output pump, the log). Outside a worker (the runtime's unit tests) there
+the output pump, the log, base64). Outside a worker (the runtime's unit tests) there
 is no _sandpit: set_sink() then captures what would be sent, and output goes
 to file descriptors 1 and 2 themselves.
 """
@@ -35,6 +35,16 @@ try:
     import _sandpit
 except ImportError:  # not inside a worker
     _sandpit = None
+
+
+def b64encode(data):
+    """The base64 of a bytes-like object, as str without newlines (a chart's
+    value in a display). The worker's is made at once as an ASCII str."""
+    if _sandpit is not None:
+        return _sandpit.b64encode(data)
+    import binascii
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
 
 # supervisor to worker
 REQUEST = "request"

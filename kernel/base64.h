@@ -1,6 +1,7 @@
 /* base64: the encoding Jupyter uses for binary MIME data (image/png) in JSON.
- * The client decodes a kernel's images to write them as files, and encodes a
- * workspace file to hand it to an MCP client. Both return new buffers. */
+ * The worker encodes a cell's images; the client decodes a kernel's images to
+ * write them as files, and encodes a workspace file to hand it to an MCP
+ * client. */
 #ifndef SANDPIT_BASE64_H
 #define SANDPIT_BASE64_H
 
@@ -15,5 +16,12 @@ int base64_decode(const char *text, size_t len, unsigned char **out, size_t *out
 /* Encodes len bytes as one line without newlines. Returns a new NUL-terminated
  * string (caller frees), or NULL when out of memory. */
 char *base64_encode(const unsigned char *data, size_t len);
+
+/* The length of len bytes encoded (without a NUL). */
+size_t base64_encoded_len(size_t len);
+
+/* Encodes len bytes into out, which has room for base64_encoded_len(len)
+ * (no NUL is written). */
+void base64_encode_into(const unsigned char *data, size_t len, char *out);
 
 #endif

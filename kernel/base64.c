@@ -3,9 +3,11 @@
  * What the kernel sends is trusted no more than anything else from a socket:
  * any character outside the alphabet, or a '=' anywhere but at the end, is an
  * error return, never a partial image written as if it were whole. */
-#include "kernel/client/base64.h"
+#include "kernel/base64.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,27 +75,51 @@ bad:
     return -EINVAL;
 }
 
-char *base64_encode(const unsigned char *data, size_t len)
+/* Two characters for each 12 bits: a group of three bytes is two lookups. */
+static uint16_t pairs[4096];
+static pthread_once_t pairs_once = PTHREAD_ONCE_INIT;
+
+static void make_pairs(void)
 {
-    char *s = malloc((len + 2) / 3 * 4 + 1);
-    if (!s)
-        return NULL;
-    size_t k = 0, i = 0;
-    for (; i + 2 < len; i += 3) {
+    for (unsigned v = 0; v < 4096; v++) {
+        unsigned char two[2] = {(unsigned char)alphabet[v >> 6],
+                                (unsigned char)alphabet[v & 63]};
+        memcpy(&pairs[v], two, 2);
+    }
+}
+
+size_t base64_encoded_len(size_t len)
+{
+    return (len + 2) / 3 * 4;
+}
+
+void base64_encode_into(const unsigned char *data, size_t len, char *out)
+{
+    pthread_once(&pairs_once, make_pairs);
+    size_t i = 0;
+    char *o = out;
+    for (; i + 2 < len; i += 3, o += 4) {
         unsigned v = (unsigned)data[i] << 16 | (unsigned)data[i + 1] << 8 | data[i + 2];
-        s[k++] = alphabet[v >> 18 & 63];
-        s[k++] = alphabet[v >> 12 & 63];
-        s[k++] = alphabet[v >> 6 & 63];
-        s[k++] = alphabet[v & 63];
+        memcpy(o, &pairs[v >> 12], 2);
+        memcpy(o + 2, &pairs[v & 4095], 2);
     }
     if (i < len) {
         unsigned v =
             (unsigned)data[i] << 16 | (i + 1 < len ? (unsigned)data[i + 1] << 8 : 0);
-        s[k++] = alphabet[v >> 18 & 63];
-        s[k++] = alphabet[v >> 12 & 63];
-        s[k++] = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
-        s[k++] = '=';
+        *o++ = alphabet[v >> 18 & 63];
+        *o++ = alphabet[v >> 12 & 63];
+        *o++ = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
+        *o++ = '=';
     }
-    s[k] = 0;
+}
+
+char *base64_encode(const unsigned char *data, size_t len)
+{
+    size_t n = base64_encoded_len(len);
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    base64_encode_into(data, len, s);
+    s[n] = 0;
     return s;
 }
