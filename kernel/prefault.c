@@ -23,7 +23,10 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     struct search *s = data;
-    if (!info->dlpi_name || !strstr(info->dlpi_name, s->name))
+    /* The program itself comes first, named "" */
+    if (s->name
+            ? !info->dlpi_name || !*info->dlpi_name || !strstr(info->dlpi_name, s->name)
+            : info->dlpi_name && *info->dlpi_name)
         return 0;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t relro_end = 0; /* read-only once relocated: not writable now */

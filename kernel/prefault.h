@@ -8,7 +8,8 @@
  * the pages fault in as before.
  *
  * Two kinds of memory are mapped this way:
- * - CPython's data segment, before Py_Initialize. Starting CPython writes
+ * - CPython's data segment, before Py_Initialize (libpython's, or the
+ *   worker's own where CPython is linked into it). Starting CPython writes
  *   most of it (its static types and deep-frozen modules): some 450 pages,
  *   each copied from the file on its first write. The segment is 1.7 MB in
  *   Debian's 3.11.
@@ -27,8 +28,10 @@
 
 /* Maps now the writable segment (data and bss, but not the part made
  * read-only after relocation) of the loaded library whose file name contains
- * name. Returns the bytes mapped (0: it has none), or -errno: -ENOENT when no
- * such library is loaded, -EINVAL from a kernel without MADV_POPULATE_WRITE. */
+ * name, or of the program itself when name is NULL (the worker, where CPython
+ * is linked into it). Returns the bytes mapped (0: it has none), or -errno:
+ * -ENOENT when no such library is loaded, -EINVAL from a kernel without
+ * MADV_POPULATE_WRITE. */
 long prefault_library_data(const char *name);
 
 /* Maps now the pages of [addr, addr + len) (rounded out to whole pages) that

@@ -248,8 +248,10 @@ int worker_main(int argc, char **argv)
      * without it, and each worker adds it once it is confined. */
     char *pythonpath = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
     unsetenv("PYTHONPATH");
-    /* Before CPython starts: its data segment in one call (prefault.h). */
-    prefault_library_data("libpython");
+    /* Before CPython starts: its data segment in one call (prefault.h), in
+     * libpython or, linked statically (the Makefile), in this program. */
+    if (prefault_library_data("libpython") == -ENOENT)
+        prefault_library_data(NULL);
     if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
         return 4;

@@ -1,7 +1,8 @@
 """Two programs: `sandpit` (the supervisor, the commands) and `sandpit-worker`
 (the process that runs the code), installed side by side. Each loads only the
 libraries it uses, which is what makes each start sooner and hold less: the
-supervisor no CPython, the worker no ZeroMQ, OpenSSL or SQLite. A kernel whose
+supervisor no CPython, the worker no ZeroMQ, OpenSSL or SQLite (and no
+libpython either where CPython is linked into it). A kernel whose
 worker program is missing says so and stops, rather than serving a kernel that
 can run nothing."""
 
@@ -10,6 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sysconfig
 
 import pytest
 
@@ -59,8 +61,21 @@ def test_each_process_loads_only_the_libraries_it_uses(k):
     supervisor, worker = libraries(pid), libraries(worker_of(pid))
     assert {"libzmq", "libcrypto", "libsqlite3"} <= supervisor
     assert "libpython3.11" not in supervisor
-    assert "libpython3.11" in worker
     assert not {"libzmq", "libcrypto", "libsqlite3", "libstdc++"} & worker
+    # CPython is linked into the worker's program where Python has its static
+    # library (Debian's does), and exported for the extension modules it loads;
+    # elsewhere the worker loads libpython.
+    static = os.path.join(sysconfig.get_config_var("LIBPL"),
+                          "libpython%s.a" % sysconfig.get_python_version())
+    if os.path.exists(static):
+        print("CPython linked into the worker, from", static)
+        assert "libpython3.11" not in worker
+        symbols = subprocess.run(["nm", "-D", "--defined-only", WORKER], capture_output=True,
+                                 text=True, check=True).stdout.split()
+        assert "Py_InitializeFromConfig" in symbols and "PyList_New" in symbols
+    else:
+        print("no static CPython here: the worker loads libpython")
+        assert "libpython3.11" in worker
 
 
 def free_ports(n):

@@ -1,6 +1,7 @@
 /* Unit tests for prefault: a loaded library's writable segment is mapped by
  * one call (each of its pages is the process's own copy before anything
- * writes it), and a library that is not loaded is said to be missing; a range
+ * writes it), and so is the program's own; a library that is not loaded is
+ * said to be missing; a range
  * is mapped whole, and only it, without a change to what it holds, and so is a
  * large block from prefault_malloc. Where the kernel lacks MADV_POPULATE_WRITE
  * (before Linux 5.14) the calls must fail with EINVAL and change nothing. */
@@ -95,6 +96,26 @@ static void test_a_library_segment_is_mapped_in_one_call(void)
     Py_FinalizeEx();
 }
 
+/* In this program's bss, untouched until the test. */
+static unsigned char own_bss[64 * 4096] __attribute__((aligned(4096)));
+
+static size_t resident(const void *p, size_t n);
+
+static void test_the_programs_own_segment_is_mapped(void)
+{
+    size_t before = resident(own_bss, 64);
+    CHECK(before < 64);
+    long mapped = prefault_library_data(NULL);
+    if (!kernel_populates()) {
+        printf("    not applicable: no MADV_POPULATE_WRITE; the call fails\n");
+        CHECK_INT(mapped, -EINVAL);
+        return;
+    }
+    CHECK(mapped >= (long)sizeof own_bss);
+    CHECK_INT(resident(own_bss, 64), 64);
+    CHECK_INT(own_bss[12345], 0);
+}
+
 static void test_a_library_not_loaded_is_missing(void)
 {
     CHECK_INT(prefault_library_data("libnothing-of-the-sort"), -ENOENT);
@@ -157,6 +178,7 @@ static void test_a_large_block_is_mapped_when_it_is_made(void)
 static const struct testing_case cases[] = {
     TESTING_CASE(test_a_library_segment_is_mapped_in_one_call),
     TESTING_CASE(test_a_library_not_loaded_is_missing),
+    TESTING_CASE(test_the_programs_own_segment_is_mapped),
     TESTING_CASE(test_a_range_is_mapped_whole_and_alone),
     TESTING_CASE(test_a_large_block_is_mapped_when_it_is_made),
     {0},
