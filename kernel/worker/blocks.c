@@ -19,6 +19,25 @@ static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *kept[BLOCKS_KEEP_COUNT]; /* (kept_mu) mappings freed and kept */
 static size_t kept_bytes;             /* (kept_mu) */
 
+/* A fork while another thread holds the lock (a cell's os.fork, the
+ * template's forks) must not leave it held in the child. */
+static void lock_kept(void)
+{
+    pthread_mutex_lock(&kept_mu);
+}
+
+static void unlock_kept(void)
+{
+    pthread_mutex_unlock(&kept_mu);
+}
+
+static void register_fork_handlers(void)
+{
+    pthread_atfork(lock_kept, unlock_kept, unlock_kept);
+}
+
+static pthread_once_t fork_handlers = PTHREAD_ONCE_INIT;
+
 static size_t page_size(void)
 {
     static size_t page;
@@ -87,6 +106,7 @@ static void *map_new(size_t len)
 
 void *blocks_alloc(size_t size)
 {
+    pthread_once(&fork_handlers, register_fork_handlers);
     size_t len = length_for(size < BLOCKS_FROM ? BLOCKS_FROM : size);
     if (!len)
         return NULL;

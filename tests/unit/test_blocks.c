@@ -2,10 +2,12 @@
  * reused by a block of about its size (not by one much smaller, nor one
  * larger), the larger blocks are kept before the smaller, what is kept is
  * bounded and given back, and resizing keeps the content. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernel/worker/blocks.h"
@@ -122,11 +124,52 @@ static void test_resizing_keeps_the_content(void)
     blocks_release();
 }
 
+static volatile int churning = 1;
+
+static void *churn(void *arg)
+{
+    (void)arg;
+    while (churning) {
+        void *b = blocks_alloc(BLOCKS_FROM);
+        if (b)
+            blocks_free(b);
+    }
+    return NULL;
+}
+
+/* A fork while another thread keeps and takes blocks: the child can make and
+ * free blocks (the lock on what is kept is not left held in it). */
+static void test_a_child_forked_mid_use_can_use_blocks(void)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, churn, NULL) == 0);
+    int stuck = 0;
+    for (int i = 0; i < 200 && !stuck; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(2);
+            void *b = blocks_alloc(2 * MiB);
+            blocks_free(b);
+            blocks_release();
+            _exit(b ? 0 : 1);
+        }
+        int status = 0;
+        REQUIRE(pid > 0 && waitpid(pid, &status, 0) == pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            stuck = i + 1;
+    }
+    churning = 0;
+    pthread_join(t, NULL);
+    CHECK_INT(stuck, 0);
+    blocks_release();
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_a_block_is_told_from_glibcs),
     TESTING_CASE(test_a_freed_block_is_reused_by_one_of_about_its_size),
     TESTING_CASE(test_what_is_kept_is_bounded_and_the_larger_stay),
     TESTING_CASE(test_resizing_keeps_the_content),
+    TESTING_CASE_TIMEOUT(test_a_child_forked_mid_use_can_use_blocks, 60),
     {0},
 };
 
