@@ -30,6 +30,7 @@
 #include "kernel/embedded.h"
 #include "kernel/log.h"
 #include "kernel/monotime.h"
+#include "kernel/worker/arenas.h"
 #include "kernel/worker/blocks.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/uplink.h"
@@ -587,6 +588,9 @@ static void drop_embedded_pages(void)
 int pyrt_init(char *err, size_t errlen)
 {
     double start = monotime_now();
+    /* Arenas populated while the worker starts (arenas.h). */
+    PyObjectArenaAllocator arenas = {NULL, arenas_map, arenas_unmap};
+    PyObject_SetArenaAllocator(&arenas);
     if (PyImport_AppendInittab("_sandpit", sp_init) < 0) {
         snprintf(err, errlen, "cannot register _sandpit");
         return -1;
@@ -691,6 +695,11 @@ void pyrt_template_ready(void)
     PyObject *gc = PyImport_ImportModule("gc");
     PyObject *r = gc ? PyObject_CallMethod(gc, "collect", NULL) : NULL;
     Py_XDECREF(r);
+    /* The workers it forks start from here: its arenas' unwritten pages go
+     * back now, and their own arenas come as usual (arenas.h). */
+    size_t back = arenas_settle();
+    log_debug("the template gave back %zu kB of Python's arenas left unwritten",
+              back >> 10);
     r = gc ? PyObject_CallMethod(gc, "freeze", NULL) : NULL;
     if (!r)
         PyErr_Clear();

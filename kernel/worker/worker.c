@@ -33,6 +33,7 @@
 #include "kernel/monotime.h"
 #include "kernel/options.h"
 #include "kernel/prefault.h"
+#include "kernel/worker/arenas.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
 #include "kernel/worker/spawner.h"
@@ -366,6 +367,13 @@ int worker_main(int argc, char **argv)
         pyrt_warm();
         stopwatch_step(&watch,
                        "warmed up (a first cell's copies of the template's pages)");
+    }
+    /* Start-up is over: the arenas' pages it did not write go back (arenas.h). A
+     * worker forked from the template finds this done there. */
+    if (arenas_populating()) {
+        size_t back = arenas_settle();
+        log_debug("start-up: %zu kB of Python's arenas left unwritten, given back",
+                  back >> 10);
     }
     for (size_t i = 0; i < report.n; i++)
         log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
