@@ -113,19 +113,29 @@ struct trial {
     bool unshared; /* the failure came after unshare(), while writing the maps */
 };
 
-/* Tries unshare(flags) and, with CLONE_NEWUSER, the maps, in a child that then exits. */
-static struct trial try_unshare(int flags, uid_t uid, gid_t gid)
+/* The namespaces a policy enters, but for the user namespace. */
+static int wanted(bool network)
 {
-    struct trial t = {0, false};
+    return CLONE_NEWNS | (network ? 0 : CLONE_NEWNET);
+}
+
+/* Forks the child that tries unshare(flags) and, with CLONE_NEWUSER, the maps. */
+static void trial_start(struct sandbox_trial *t, int flags)
+{
+    *t = (struct sandbox_trial){0, -1, flags, 0, false, false};
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return (struct trial){errno, false};
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        *t = (struct sandbox_trial){0, -1, 0, errno, false, true};
+        return;
+    }
     pid_t pid = fork();
     if (pid < 0) {
-        t.err = errno;
+        *t = (struct sandbox_trial){0, -1, 0, errno, false, true};
         close(fds[0]);
         close(fds[1]);
-        return t;
+        return;
     }
     if (pid == 0) {
         struct trial c = {0, false};
@@ -138,16 +148,40 @@ static struct trial try_unshare(int flags, uid_t uid, gid_t gid)
         _exit(write(fds[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
     }
     close(fds[1]);
+    t->pid = pid;
+    t->fd = fds[0];
+}
+
+void sandbox_trial_start(struct sandbox_trial *t, bool network)
+{
+    trial_start(t, CLONE_NEWUSER | wanted(network));
+}
+
+void sandbox_trial_finish(struct sandbox_trial *t)
+{
+    if (t->done)
+        return;
+    struct trial got = {ECHILD, false};
     ssize_t n;
-    while ((n = read(fds[0], &t, sizeof t)) < 0 && errno == EINTR)
+    while ((n = read(t->fd, &got, sizeof got)) < 0 && errno == EINTR)
         ;
-    close(fds[0]);
+    close(t->fd);
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    while (waitpid(t->pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (n != (ssize_t)sizeof t)
-        t = (struct trial){ECHILD, false};
-    return t;
+    if (n != (ssize_t)sizeof got)
+        got = (struct trial){ECHILD, false};
+    *t = (struct sandbox_trial){0, -1, t->flags, got.err, got.unshared, true};
+}
+
+/* Tries unshare(flags) and, with CLONE_NEWUSER, the maps, in a child that then exits;
+ * flags are CLONE_NEWUSER with some of wanted()'s. */
+static struct trial try_unshare(int flags)
+{
+    struct sandbox_trial t;
+    trial_start(&t, flags);
+    sandbox_trial_finish(&t);
+    return (struct trial){t.err, t.unshared};
 }
 
 static bool sysctl_is(const char *path, const char *value)
@@ -506,27 +540,34 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
 {
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    int want = CLONE_NEWNS | (p->network ? 0 : CLONE_NEWNET);
+    int want = wanted(p->network);
     int flags = 0; /* what was unshared */
     char why_user[160] = "", why_net[96] = "", why_mnt[96] = "";
     const char *how = "";
 
-    struct trial t = try_unshare(CLONE_NEWUSER | want, uid, gid);
+    /* The trial started early, if it tried what this policy enters (sandbox.h). */
+    struct trial t;
+    if (p->trial && p->trial->flags == (CLONE_NEWUSER | want)) {
+        sandbox_trial_finish(p->trial);
+        t = (struct trial){p->trial->err, p->trial->unshared};
+    } else {
+        t = try_unshare(CLONE_NEWUSER | want);
+    }
     if (t.err != 0) {
-        struct trial alone = try_unshare(CLONE_NEWUSER, uid, gid);
+        struct trial alone = try_unshare(CLONE_NEWUSER);
         if (alone.err != 0) {
             userns_reason(alone, why_user, sizeof why_user);
         } else {
             /* A user namespace alone works: find out which of the others does not. */
             want = 0;
-            struct trial m = try_unshare(CLONE_NEWUSER | CLONE_NEWNS, uid, gid);
+            struct trial m = try_unshare(CLONE_NEWUSER | CLONE_NEWNS);
             if (m.err == 0)
                 want |= CLONE_NEWNS;
             else
                 snprintf(why_mnt, sizeof why_mnt, "unshare(CLONE_NEWNS): %s",
                          strerror(m.err));
             if (!p->network) {
-                struct trial n = try_unshare(CLONE_NEWUSER | CLONE_NEWNET, uid, gid);
+                struct trial n = try_unshare(CLONE_NEWUSER | CLONE_NEWNET);
                 if (n.err == 0)
                     want |= CLONE_NEWNET;
                 else

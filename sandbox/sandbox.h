@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 
 /* What the worker may do. Paths are absolute; lists are NULL-terminated and may be NULL.
@@ -44,7 +45,32 @@ struct sandbox_policy {
     double cpus;                  /* the cgroup's CPU quota, in CPUs; 0: no limit */
     const char *cgroup_note;      /* what the supervisor said of the worker's cgroup (what
                                    * it made, or why it made none); may be NULL */
+    struct sandbox_trial *trial;  /* the namespaces' trial, started early; NULL: stage 1
+                                   * makes its own */
 };
+
+/* Before a user namespace is entered for good, stage 1 tries it in a child that then
+ * exits: a worker stuck in a namespace whose maps cannot be written must not go on.
+ * The trial forks the process and makes a network namespace, some 3.5 ms of a worker's
+ * start when done in stage 1, by which time CPython makes the process large; started
+ * at the top of main instead, before CPython, it runs beside the interpreter's start. */
+struct sandbox_trial {
+    pid_t pid;     /* the child trying, until it is reaped; 0 */
+    int fd;        /* its answer comes here; -1 */
+    int flags;     /* what it tries: CLONE_NEWUSER and the namespaces of the policy */
+    int err;       /* its answer: 0 when it worked, else the errno */
+    bool unshared; /* the failure came after unshare(), while writing the maps */
+    bool done;     /* the answer is in err and unshared */
+};
+
+/* Starts the trial of the namespaces that a policy with this network setting enters.
+ * If the child cannot be started, the trial tries nothing (flags 0), and stage 1 makes
+ * its own. A process that forks after starting one finishes it first: the child is
+ * its own, not its forks'. */
+void sandbox_trial_start(struct sandbox_trial *t, bool network);
+
+/* Waits for the trial's answer (once; later calls return at once). */
+void sandbox_trial_finish(struct sandbox_trial *t);
 
 #define SANDBOX_DEFAULT_OPEN_FILES 256
 /* The cgroup's pids.max, and RLIMIT_NPROC where that counts the worker's own tasks (its

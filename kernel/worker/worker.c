@@ -244,6 +244,10 @@ int worker_main(int argc, char **argv)
         return 2;
     }
     log_init(name, o.log_level, logfd >= 0 ? logfd : 2);
+    /* The namespaces are tried beside CPython's start, not after it (sandbox.h). */
+    struct sandbox_trial trial = {.flags = 0, .fd = -1, .done = true};
+    if (o.sandbox)
+        sandbox_trial_start(&trial, o.network);
     set_environment(&o);
     /* PYTHONPATH may name folders the user's code can write: Python starts
      * without it, and each worker adds it once it is confined. */
@@ -261,6 +265,7 @@ int worker_main(int argc, char **argv)
     /* What the supervisor made of the worker's cgroup, for the report. */
     char cgroup_note[SANDBOX_DETAIL_MAX] = "";
     if (template) {
+        sandbox_trial_finish(&trial); /* its answer goes to each worker forked */
         int rc = spawner_serve(3, logfd, cgroup_note, sizeof cgroup_note);
         if (rc != 1) {
             if (rc < 0)
@@ -331,6 +336,7 @@ int worker_main(int argc, char **argv)
     policy.max_file_bytes = (uint64_t)o.max_file_mib << 20;
     policy.cpus = o.cpus;
     policy.cgroup_note = cgroup_note;
+    policy.trial = &trial;
     memset(&report, 0, sizeof report);
     stopwatch_step(&watch, "options and masks");
     int rc = sandbox_enter(&policy, &report);

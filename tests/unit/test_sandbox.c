@@ -532,6 +532,78 @@ static void test_userns_maps_uid_to_itself(void)
     env_release(&e);
 }
 
+/* Page faults of the children reaped so far: it grows when stage 1 forks a trial. */
+static long children_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_CHILDREN, &u) == 0 ? u.ru_minflt + u.ru_majflt : -1;
+}
+
+/* The trial started early is what stage 1 goes by, waited for if need be, with
+ * no trial of its own; one that tried other namespaces is not used. */
+static void body_early_trial(const struct env *e)
+{
+    struct sandbox_policy p;
+    struct sandbox_report r;
+    policy_for(e, &p);
+    struct sandbox_trial t;
+    sandbox_trial_start(&t, false);
+    EXPECT(t.pid > 0 && !t.done);
+    p.trial = &t;
+    sandbox_trial_finish(&t);
+    if (t.err != 0) {
+        fprintf(stderr,
+                "    not applicable: this machine refuses user namespaces (%s); "
+                "stage 1 then tries each namespace itself\n",
+                strerror(t.err));
+        return;
+    }
+    long before = children_faults();
+    enter_and_lock(e, &p, &r);
+    EXPECT_INT(r.layers[SANDBOX_LAYER_USERNS].state, SANDBOX_ACTIVE);
+    EXPECT_INT(children_faults(), before); /* no child of its own */
+}
+
+static void body_early_trial_waited_for(const struct env *e)
+{
+    struct sandbox_policy p;
+    struct sandbox_report r;
+    policy_for(e, &p);
+    struct sandbox_trial t;
+    sandbox_trial_start(&t, false);
+    p.trial = &t;
+    sandbox_report_init(&r);
+    sandbox_enter(&p, &r);
+    EXPECT(t.done);
+    EXPECT_INT(t.pid, 0);
+    if (t.err == 0)
+        EXPECT_INT(r.layers[SANDBOX_LAYER_USERNS].state, SANDBOX_ACTIVE);
+}
+
+static void body_other_trial_not_used(const struct env *e)
+{
+    struct sandbox_policy p;
+    struct sandbox_report r;
+    policy_for(e, &p); /* no network: the trial of a policy with it does not fit */
+    struct sandbox_trial other;
+    sandbox_trial_start(&other, true);
+    sandbox_trial_finish(&other);
+    p.trial = &other;
+    other.done = false; /* were it used, stage 1 would read its closed pipe */
+    long before = children_faults();
+    sandbox_report_init(&r);
+    sandbox_enter(&p, &r);
+    EXPECT(!other.done);
+    EXPECT(children_faults() > before); /* it tried for itself */
+}
+
+static void test_the_early_trial_of_the_namespaces_is_what_stage_1_goes_by(void)
+{
+    with_env(body_early_trial);
+    with_env(body_early_trial_waited_for);
+    with_env(body_other_trial_not_used);
+}
+
 static void body_netns(const struct env *e)
 {
     struct sandbox_policy p;
@@ -1513,6 +1585,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_rlimit_fsize_gives_efbig),
     TESTING_CASE(test_rlimit_data_fails_big_malloc),
     TESTING_CASE(test_userns_maps_uid_to_itself),
+    TESTING_CASE(test_the_early_trial_of_the_namespaces_is_what_stage_1_goes_by),
     TESTING_CASE(test_netns_has_only_a_down_loopback),
     TESTING_CASE(test_network_on_allows_tcp_only),
     TESTING_CASE(test_mountns_makes_the_rest_read_only),
