@@ -553,7 +553,13 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         pid = -1;
         errno = EAGAIN;
     } else if (!pid) {
-        pid = fork();
+        /* vfork: this process waits for the child's exec, and the child runs at
+         * once, on its page tables. A fork copied them and left the child
+         * waiting for the other CPU (1 to 5 ms here), then paid a fault for
+         * each page it touched. The child below only makes system calls, on
+         * descriptors and values already made, and returns from no function:
+         * what a vforked child may do. */
+        pid = vfork();
     }
     if (pid < 0) {
         int e = errno;
