@@ -11,7 +11,9 @@ replies over sandpit's own protocol layer, so that the floor of each figure
 is measured in the same run, on the same machine, in the same state, never
 assumed. Most figures are taken by the C client (tests/bench/bench_client.c,
 on sandpit's client library), so that they measure kernels rather than a
-Python client; the round trip is also taken through jupyter_client and
+Python client (its round trips in turns, on the kernels running side by side,
+so that the floor and the ratios come from the same minutes of the machine);
+the round trip is also taken through jupyter_client and
 through a bare pyzmq client, and restart through jupyter_client's
 restart_kernel(), as users meet them.
 
@@ -55,6 +57,8 @@ LINES_CODE = "for i in range({n}):\n    print(i)"
 # Seconds a kernel is left idle before each in-place restart and crash that is
 # held to the target; the same figures back to back are printed beside them.
 IDLE_BEFORE_RESTART = 0.5
+# Turns the C client's round trips are taken in, kernel after kernel.
+ROUNDS = 4
 DISPLAYS_CODE = "for i in range({n}):\n    display(i)"
 
 
@@ -249,9 +253,6 @@ def running_figures(kernel, client, counts):
         pid = km.provisioner.pid
         conn = km.connection_file
         r["idle_pss"] = pss(client, pid)
-        cells = counts.cells if kernel != "ipykernel" else max(counts.cells // 2, 1)
-        r["roundtrip_c"] = bench_client(client, "roundtrip", "-f", conn, "--pid", pid,
-                                        "--cells", cells, "--warmup", 50)
         for _ in range(20):
             cell(kc, "x = 1")
         r["roundtrip_jupyter_client"] = [cell(kc, "x = 1") for _ in range(counts.py_cells)]
@@ -386,6 +387,34 @@ def jupyter_server_restarts(kernel, counts, timeout=120):
             server.wait()
         shutil.rmtree(root, ignore_errors=True)
     return times
+
+
+def alternating_round_trips(kernels, client, counts):
+    """The C client's round trips, taken in turns on the kernels running side
+    by side (a slice of each kernel's cells, then the next kernel's, ROUNDS
+    times), so that a change in the machine's speed during the run (another
+    tenant of the host, the CPU's clock) falls on every kernel alike rather
+    than on whichever ran then: the floor and the ratios come from the same
+    minutes. Idle, the others take no CPU from the one measured."""
+    started = {}
+    merged = {k: {"times": [], "cpu_s": 0.0, "switches": 0} for k in kernels}
+    try:
+        for k in kernels:
+            started[k] = start(k)
+            cell(started[k][1], "x = 1")
+        for _ in range(ROUNDS):
+            for k in kernels:
+                km = started[k][0]
+                cells = counts.cells if k != "ipykernel" else max(counts.cells // 2, 1)
+                r = bench_client(client, "roundtrip", "-f", km.connection_file,
+                                 "--pid", km.provisioner.pid,
+                                 "--cells", max(cells // ROUNDS, 1), "--warmup", 50)
+                for key in merged[k]:
+                    merged[k][key] += r[key]
+    finally:
+        for km, kc in started.values():
+            stop(km, kc)
+    return merged
 
 
 def all_figures(kernel, spec, client, counts):
@@ -608,9 +637,12 @@ def main():
                               else None, os.path.abspath(args.null_kernel))
         os.environ["JUPYTER_PATH"] = os.path.join(prefix, "share", "jupyter")
         os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(prefix, "runtime")
+        print("bench: round trips, in turns ...", file=sys.stderr, flush=True)
+        round_trips = alternating_round_trips(kernels, client, counts)
         for k in kernels:
             print("bench: %s ..." % k, file=sys.stderr, flush=True)
             results[k] = all_figures(k, specs[k], client, counts)
+            results[k]["roundtrip_c"] = round_trips[k]
     finally:
         for k, v in saved.items():
             if v is None:
