@@ -9,6 +9,8 @@ shlex), getpass and copy are loaded by the first cell that uses them, and
 work from there as if they had been loaded at start.
 """
 
+import re
+
 import pytest
 
 from sandpit_testing import start, stop
@@ -82,9 +84,10 @@ def test_a_plain_cell_loads_no_magics_getpass_or_copy(fresh_kernel):
     k = fresh_kernel
     k.run("x = 1")
     # Nor the ast module's helpers: cells are parsed with the classes of _ast,
-    # which it re-exports (an error's traceback imports it for its carets).
+    # which it re-exports (an error's traceback imports it for its carets);
+    # nor what lays out a traceback (traceback, linecache with tokenize).
     assert k.run("import sys\nprint(sorted(m for m in %r if m in sys.modules))"
-                 % (LAZY + ("ast",),)) == "[]\n"
+                 % (LAZY + ("ast", "traceback", "linecache", "tokenize", "textwrap"),)) == "[]\n"
     # An error, and the value of an expression, need none of them either.
     reply, outputs = k.execute("1 / 0")
     assert reply["content"]["ename"] == "ZeroDivisionError"
@@ -107,3 +110,16 @@ def test_a_plain_cell_loads_no_magics_getpass_or_copy(fresh_kernel):
                  "print(copied == m and copied is not m)") == "True\n"
     reply, outputs = k.execute("1 / 0")
     assert reply["content"]["ename"] == "ZeroDivisionError"
+
+
+def test_the_first_traceback_shows_the_lines_of_cells_run_before_it(fresh_kernel):
+    # linecache comes with the first traceback; the cells before it are in it.
+    k = fresh_kernel
+    k.run("def f(x):\n    return 1 / x")
+    assert k.run("import sys\nprint('linecache' in sys.modules)") == "False\n"
+    reply, outputs = k.execute("f(0)")
+    assert reply["content"]["ename"] == "ZeroDivisionError"
+    tb = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(reply["content"]["traceback"]))
+    assert "Cell In[1], line 2" in tb and "return 1 / x" in tb, tb
+    assert k.run("import inspect\nprint(inspect.getsource(f), end='')") == \
+        "def f(x):\n    return 1 / x\n"

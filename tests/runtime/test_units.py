@@ -586,3 +586,34 @@ def test_plain_completion_evaluates_no_calls(ns):
     finally:
         completion._jedi = None
     assert ns["calls"] == []
+
+
+def test_a_traceback_without_the_modules_to_lay_it_out(monkeypatch):
+    """With no memory to import traceback and linecache (a MemoryError's), the
+    traceback is laid out from the frames alone: each frame, the cell's as
+    "Cell In[n]", and the exception."""
+    from sandpit import execution, tracebacks
+    code = "def f():\n    raise MemoryError('no more')\nf()\n"
+    execution.register_source("<cell-7-1>", code)
+    try:
+        exec(compile(code, "<cell-7-1>", "exec"), {})
+    except MemoryError as e:
+        exc = e
+    monkeypatch.setitem(sys.modules, "traceback", None)  # its import now fails
+    tb = tracebacks.format_traceback(exc)
+    assert tb[0] == "Traceback (most recent call last):\n"
+    assert "  Cell In[7], line 3\n" in tb and "  Cell In[7], line 2\n" in tb
+    assert tb[-1] == "MemoryError: no more\n"
+    assert tracebacks.bare_traceback(exc) == tb
+
+
+def test_linecache_imported_late_gets_the_cells_sources():
+    from sandpit import execution, import_hooks
+    execution.register_source("<cell-8-1>", "a = 1\nb = 2")
+
+    class FakeLinecache:
+        cache = {"<cell-8-1>": "kept"}  # an entry linecache has wins
+    execution.register_source("<cell-9-1>", "c = 3")
+    import_hooks.patch_linecache(FakeLinecache)
+    assert FakeLinecache.cache["<cell-9-1>"] == (5, None, ["c = 3\n"], "<cell-9-1>")
+    assert FakeLinecache.cache["<cell-8-1>"] == "kept"

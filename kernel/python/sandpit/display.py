@@ -33,7 +33,6 @@ JSON, Javascript, Image, Pretty.
 import builtins
 import os
 import sys
-import traceback
 import types
 import warnings
 
@@ -228,6 +227,7 @@ def _short_repr(obj):
 
 
 def _report_failure(what, exc):
+    import traceback  # at the first such failure (see sandpit.tracebacks)
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
     te.stack = traceback.StackSummary.from_list(
         [f for f in te.stack if not f.filename.startswith("<sandpit>")])

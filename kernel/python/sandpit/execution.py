@@ -16,8 +16,10 @@ and Out as IPython does, then hands the value to the callback registered
 with on_result() (the display layer formats and publishes it).
 
 Cells are compiled under the filename "<cell-N-S>" (execution count N, serial
-S), their source kept in linecache: cell_label() turns it into "Cell In[N]"
-for tracebacks and inspection.
+S), their source kept for linecache: cell_label() turns it into "Cell In[N]"
+for tracebacks and inspection. linecache (with tokenize) is imported at the
+first traceback, not at start-up: the sources wait in `sources` until then
+(import_hooks.patch_linecache puts them in).
 """
 
 # The syntax tree's classes and flags, from the C module that the ast module
@@ -26,7 +28,6 @@ for tracebacks and inspection.
 # worker's start. A cell that imports ast gets it as usual.
 import _ast as ast
 import contextvars
-import linecache
 import sys
 import threading
 import warnings
@@ -63,12 +64,19 @@ def cell_label(filename):
     return None
 
 
+# filename -> linecache's entry for it, for the sources registered here.
+sources = {}
+
+
 def register_source(filename, code):
-    """Keeps code in linecache under filename, for tracebacks and inspection."""
+    """Keeps code for linecache under filename, for tracebacks and inspection."""
     lines = code.splitlines(True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    linecache.cache[filename] = (len(code), None, lines, filename)
+    entry = sources[filename] = (len(code), None, lines, filename)
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        linecache.cache[filename] = entry
 
 
 # --- compiling and running ----------------------------------------------------------------

@@ -22,7 +22,8 @@ from . import execution
 from . import link
 from . import shell
 # Loaded at start-up, not at the first error: an error may be a MemoryError,
-# and reporting it must not need memory for compiling a module.
+# and reporting it must not need memory for loading a module (tracebacks lays
+# one out without the modules it imports at the first traceback).
 from . import tracebacks
 
 user_ns = execution.user_ns

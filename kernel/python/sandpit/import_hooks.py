@@ -38,6 +38,9 @@ them does not pay for them), yet each needs a word as soon as it is loaded:
 - getpass.getpass() asks the client for the password, as input() asks it
   for a line (sandpit.streams); getpass, and termios with it, is not
   imported at start-up for that.
+- linecache gets the cells' sources (sandpit.execution keeps them until
+  then), so that tracebacks, inspect and the debugger show a cell's lines:
+  it is imported at the first traceback rather than at start-up.
 - platform.processor() runs `uname -p` the first time it is asked (Debian's
   pandas asks at import, through platform.uname()[4]). In the sandbox no
   program runs: it answers at once what Python answers when the program
@@ -122,6 +125,14 @@ def patch_getpass(module):
     streams.adapt_getpass(module)
 
 
+def patch_linecache(module):
+    """The cells' sources, kept by sandpit.execution until linecache is first
+    imported (at the first traceback, or by a cell's inspect or traceback)."""
+    from . import execution
+    for filename, entry in list(execution.sources.items()):
+        module.cache.setdefault(filename, entry)
+
+
 def _no_processor():
     return ""
 
@@ -144,6 +155,7 @@ _PATCHES = {
     "comm": patch_comm,
     "platform": patch_platform,
     "getpass": patch_getpass,
+    "linecache": patch_linecache,
 }
 
 

@@ -42,7 +42,6 @@ import queue
 import signal
 import sys
 import threading
-import traceback
 
 from . import display
 from . import execution
@@ -127,6 +126,7 @@ def _serve_one(req):
     except KeyboardInterrupt:
         link.log("warning", "an interrupt arrived after the request had finished")
     except BaseException as e:  # this runtime's own failure
+        import traceback
         link.log("error", "runtime failure: " + "".join(
             traceback.format_exception(type(e), e, e.__traceback__)))
 
@@ -347,6 +347,7 @@ def prepare_lock():
         try:
             install(user_ns)
         except Exception as e:
+            import traceback
             link.log("error", "cannot set up %s: %s" % (install.__module__, "".join(
                 traceback.format_exception(type(e), e, e.__traceback__))))
     # What the installers left in _, __ and ___ is ours, not the user's.

@@ -21,7 +21,6 @@ link, parented to the request it names) and get_parent().
 """
 
 import builtins
-import linecache
 import os
 import pathlib
 import sys
@@ -516,6 +515,7 @@ class SandpitShell:
             frame = frame.f_back
         if frame is not None and execution.cell_label(frame.f_code.co_filename):
             filename, lineno = frame.f_code.co_filename, frame.f_lineno
+            import linecache
             text = linecache.getline(filename, lineno).lstrip()
             if escape == "%%" and text.startswith("%%" + name):
                 return filename, lineno + 1
@@ -523,8 +523,7 @@ class SandpitShell:
                 return filename, lineno
         self._synthetic += 1
         filename = "<magic-%s-%d>" % (name, self._synthetic)
-        lines = (source or "").splitlines(True)
-        linecache.cache[filename] = (len(source or ""), None, lines, filename)
+        execution.register_source(filename, source or "")
         return filename, 1
 
     def run_line_magic(self, magic_name, line, _stack_depth=1):
@@ -587,8 +586,7 @@ class SandpitShell:
         from . import inputs
         self._synthetic += 1
         filename = "<run_cell-%d>" % self._synthetic
-        linecache.cache[filename] = (len(raw_cell), None, raw_cell.splitlines(True),
-                                     filename)
+        execution.register_source(filename, raw_cell)
         try:
             source = inputs.transform_cell(raw_cell)
             if source.strip():

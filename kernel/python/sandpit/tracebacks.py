@@ -16,10 +16,14 @@ failing line) and "Minimal" (the exception alone). The code lines are
 coloured with Pygments when it is installed, as IPython colours them; it is
 imported at the first traceback, never for a MemoryError. An exception with
 a _render_traceback_() method gives its own traceback, as under IPython.
-"""
 
-import linecache
-import traceback
+traceback and linecache (with tokenize and textwrap, some 4 ms and 400 kB
+of every worker's start) are imported at the first traceback. This module is
+loaded at start-up all the same (sandpit.handlers): an error may be a
+MemoryError, with no memory left to import them, and its traceback is then
+laid out from the frames alone (bare_traceback: each frame's file, line and
+function, no source lines), which needs nothing more.
+"""
 
 from . import execution
 from . import guard
@@ -108,6 +112,11 @@ def _own_rendering(exc):
 
 def format_traceback(exc):
     try:
+        import linecache  # noqa: F401 (for the frames' lines, below)
+        import traceback
+    except BaseException:  # no memory for them: a MemoryError's traceback
+        return bare_traceback(exc)
+    try:
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__,
                                           capture_locals=False, compact=True)
         colour = not isinstance(exc, MemoryError)
@@ -117,7 +126,31 @@ def format_traceback(exc):
             return [safe_str(line) for line in
                     traceback.format_exception(type(exc), exc, exc.__traceback__)]
         except BaseException:
-            return ["%s (its traceback could not be formatted)" % type(exc).__name__]
+            return bare_traceback(exc)
+
+
+def bare_traceback(exc):
+    """exc's traceback from its frames alone, as Python lays it out without
+    the source lines (this runtime's frames left out): what needs no module
+    and next to no memory."""
+    try:
+        out = ["Traceback (most recent call last):\n"]
+        tb = exc.__traceback__
+        while tb is not None and len(out) < 200:
+            code = tb.tb_frame.f_code
+            if not _own_frame(code.co_filename):
+                label = execution.cell_label(code.co_filename)
+                where = ("%s, line %d" % (label, tb.tb_lineno) if label else
+                         'File "%s", line %d, in %s' % (code.co_filename, tb.tb_lineno,
+                                                       code.co_name))
+                out.append("  %s\n" % where)
+            tb = tb.tb_next
+        text = safe_str(exc)
+        out.append("%s: %s\n" % (type(exc).__name__, text) if text else
+                   "%s\n" % type(exc).__name__)
+        return out
+    except BaseException:
+        return ["%s (its traceback could not be formatted)" % type(exc).__name__]
 
 
 def _repeated(n):
@@ -186,6 +219,7 @@ def _format_te(te, exc, seen=None, colour=True):
 
 
 def _format_plain_frame(f):
+    import linecache  # imported already by format_traceback
     label = execution.cell_label(f.filename)
     if label:
         place = "  %s, line %d" % (label, f.lineno) + (", in " + f.name
@@ -218,6 +252,7 @@ def _highlighter():
 
 
 def _format_frame(f, frame=None, context=2, colour=True):
+    import linecache  # imported already by format_traceback
     label = execution.cell_label(f.filename)
     where = (CYAN + label + RESET + ", line %d" % f.lineno) if label else \
         (GREEN + f.filename + RESET + ":%d, in %s" % (f.lineno, f.name))
@@ -256,6 +291,7 @@ MAX_VALUE = 200  # characters of a value shown by %xmode Verbose
 
 def _values(frame, f):
     """%xmode Verbose: "name = value" for the names the failing line uses."""
+    import linecache  # imported already by format_traceback
     import re
     text = linecache.getline(f.filename, f.lineno)
     names = []
