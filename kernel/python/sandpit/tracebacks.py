@@ -17,7 +17,7 @@ coloured with Pygments when it is installed, as IPython colours them; it is
 imported at the first traceback, never for a MemoryError. An exception with
 a _render_traceback_() method gives its own traceback, as under IPython.
 
-traceback and linecache (with tokenize and textwrap, some 4 ms and 400 kB
+traceback and linecache (with tokenize and textwrap, some 4 ms and 250 kB
 of every worker's start) are imported at the first traceback. This module is
 loaded at start-up all the same (sandpit.handlers): an error may be a
 MemoryError, with no memory left to import them, and its traceback is then
