@@ -1,9 +1,15 @@
-/* sign: HMAC-SHA256 through OpenSSL 3's EVP_MAC.
+/* sign: HMAC-SHA256 (RFC 2104) on OpenSSL's SHA-256.
  *
- * The keyed context is made once at start-up; each message duplicates it, which
- * is cheaper than fetching the digest and setting the key again. Verification
- * compares the digest bytes with CRYPTO_memcmp, so the time it takes does not
- * tell an attacker how much of a forged signature was right.
+ * The key is fixed for the life of a kernel, so the hash states after its
+ * inner and outer pads are made once, at start-up; each message copies them
+ * (two structures of 112 bytes) and costs the hashing of its own bytes and
+ * one more block, no allocation. OpenSSL's SHA256_* functions are used
+ * rather than its EVP_MAC: HMAC through EVP fetches the algorithm from a
+ * provider, which sets up OpenSSL's tables of every algorithm's names and
+ * methods and touches about 1.2 MB of the library's pages in every kernel,
+ * for one hash. Verification compares the digest bytes with CRYPTO_memcmp,
+ * so the time it takes does not tell an attacker how much of a forged
+ * signature was right.
  *
  * A good signature is not enough: someone who can watch the wire could send a
  * captured request again and run its code twice. So the signer remembers the
@@ -11,22 +17,32 @@
  * is emptied when the newer fills up): memory stays bounded, a lookup costs a
  * probe or two, and at least SIGN_HISTORY of the latest messages are refused a
  * second time. Half a digest (128 bits) is kept: as unforgeable as the whole. */
+/* SHA256_Init and its siblings are deprecated in OpenSSL 3 in favour of EVP,
+ * whose cost is the point above; they are still part of its API. */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "protocol/sign.h"
 
 #include <errno.h>
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
+#include <openssl/sha.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DIGEST_LEN 32
+#define BLOCK_LEN  64                 /* SHA-256's block: the length of HMAC's pads */
 #define SEEN_KEY   16                 /* bytes of a digest that are kept */
 #define SEEN_SLOTS (2 * SIGN_HISTORY) /* per generation: at most half full */
 
 _Static_assert((SEEN_SLOTS & (SEEN_SLOTS - 1)) == 0, "SEEN_SLOTS is a power of two");
+
+_Static_assert(DIGEST_LEN == SHA256_DIGEST_LENGTH, "SHA-256 digests are 32 bytes");
+_Static_assert(BLOCK_LEN == SHA256_CBLOCK, "SHA-256 blocks are 64 bytes");
+
+/* The hash states after the key's inner and outer pads. */
+struct sign_key {
+    SHA256_CTX inner, outer;
+};
 
 struct sign_seen {
     unsigned char (*gen[2])[SEEN_KEY]; /* SEEN_SLOTS keys each; all zero: empty */
@@ -104,37 +120,44 @@ int sign_init(struct sign *s, const char *scheme, const unsigned char *key,
         return -EINVAL;
     if (key_len == 0)
         return 0;
-    /* HMAC-SHA256 from the default provider is all a kernel asks of OpenSSL: it
-     * reads no openssl.cnf and loads no error strings or algorithm tables it
-     * would never use (about 0.6 MB of memory in each kernel). The first call
-     * in a process decides; later ones change nothing. */
-    OPENSSL_init_crypto(
-        OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS |
-            OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
-        NULL);
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    if (!mac)
+    struct sign_key *k = malloc(sizeof *k);
+    if (!k)
         return -ENOMEM;
-    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
-    EVP_MAC_free(mac);
-    if (!ctx)
-        return -ENOMEM;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
-        OSSL_PARAM_construct_end(),
-    };
-    if (!EVP_MAC_init(ctx, key, key_len, params)) {
-        EVP_MAC_CTX_free(ctx);
+    /* A key longer than a block is replaced by its digest (RFC 2104, 2). */
+    unsigned char block[BLOCK_LEN] = {0}, pad[BLOCK_LEN];
+    int ok = 1;
+    if (key_len > BLOCK_LEN) {
+        /* Not SHA256(), which OpenSSL 3 runs through EVP. */
+        SHA256_CTX c;
+        ok &= SHA256_Init(&c) & SHA256_Update(&c, key, key_len) & SHA256_Final(block, &c);
+        OPENSSL_cleanse(&c, sizeof c);
+    } else {
+        memcpy(block, key, key_len);
+    }
+    for (int i = 0; i < BLOCK_LEN; i++)
+        pad[i] = block[i] ^ 0x36;
+    ok &= SHA256_Init(&k->inner) & SHA256_Update(&k->inner, pad, BLOCK_LEN);
+    for (int i = 0; i < BLOCK_LEN; i++)
+        pad[i] = block[i] ^ 0x5c;
+    ok &= SHA256_Init(&k->outer) & SHA256_Update(&k->outer, pad, BLOCK_LEN);
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(pad, sizeof pad);
+    if (!ok) {
+        OPENSSL_cleanse(k, sizeof *k);
+        free(k);
         return -EINVAL;
     }
-    s->mac = ctx;
+    s->mac = k;
     s->enabled = true;
     return 0;
 }
 
 void sign_release(struct sign *s)
 {
-    EVP_MAC_CTX_free(s->mac);
+    if (s->mac) {
+        OPENSSL_cleanse(s->mac, sizeof(struct sign_key));
+        free(s->mac);
+    }
     seen_free(s->seen);
     memset(s, 0, sizeof *s);
 }
@@ -142,20 +165,17 @@ void sign_release(struct sign *s)
 static int digest(const struct sign *s, const struct sign_part parts[4],
                   unsigned char out[DIGEST_LEN])
 {
-    EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(s->mac);
-    if (!ctx)
-        return -ENOMEM;
-    int rc = -EIO;
+    const struct sign_key *k = s->mac;
+    SHA256_CTX c = k->inner;
+    unsigned char inner[DIGEST_LEN];
+    int ok = 1;
     for (int i = 0; i < 4; i++)
-        if (!EVP_MAC_update(ctx, parts[i].data, parts[i].len))
-            goto out;
-    size_t len = 0;
-    if (!EVP_MAC_final(ctx, out, &len, DIGEST_LEN) || len != DIGEST_LEN)
-        goto out;
-    rc = 0;
-out:
-    EVP_MAC_CTX_free(ctx);
-    return rc;
+        ok &= SHA256_Update(&c, parts[i].data, parts[i].len);
+    ok &= SHA256_Final(inner, &c);
+    c = k->outer;
+    ok &= SHA256_Update(&c, inner, DIGEST_LEN) & SHA256_Final(out, &c);
+    OPENSSL_cleanse(&c, sizeof c);
+    return ok ? 0 : -EIO;
 }
 
 int sign_compute(const struct sign *s, const struct sign_part parts[4], char *hex)

@@ -23,12 +23,12 @@ struct sign_seen;
 
 struct sign {
     bool enabled;
-    void *mac;              /* EVP_MAC_CTX *, keyed */
+    void *mac;              /* the keyed hash states (sign.c) */
     struct sign_seen *seen; /* digests accepted lately; made at the first accept */
 };
 
-/* Keys the signer (the key is copied into OpenSSL's context). An empty key
- * disables signing. Returns 0, -EINVAL for an unknown scheme, -ENOMEM. */
+/* Keys the signer: the key is not kept, the hash states it leads to are. An
+ * empty key disables signing. Returns 0, -EINVAL for an unknown scheme, -ENOMEM. */
 int sign_init(struct sign *s, const char *scheme, const unsigned char *key,
               size_t key_len);
 void sign_release(struct sign *s);

@@ -195,6 +195,9 @@ static void test_sign_vectors(void)
     check_vector("unicode");
     check_vector("long-key");
     check_vector("empty-parts");
+    /* A key of one block is used as it is; one byte longer, its digest is. */
+    check_vector("block-key");
+    check_vector("block-key-plus-one");
 }
 
 static void test_sign_empty_key(void)
