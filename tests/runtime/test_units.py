@@ -617,3 +617,18 @@ def test_linecache_imported_late_gets_the_cells_sources():
     import_hooks.patch_linecache(FakeLinecache)
     assert FakeLinecache.cache["<cell-9-1>"] == (5, None, ["c = 3\n"], "<cell-9-1>")
     assert FakeLinecache.cache["<cell-8-1>"] == "kept"
+
+
+def test_a_cell_registered_while_another_thread_imports_linecache(monkeypatch):
+    """A subshell's cell may be registered while the main shell's cell is
+    importing linecache: the module is in sys.modules, half made, without its
+    cache yet. The cell is kept for the hook, which runs once the module is
+    whole, rather than failing the cell."""
+    import types
+    from sandpit import execution, import_hooks
+    half = types.ModuleType("linecache")  # as it is before "cache = {}" has run
+    monkeypatch.setitem(sys.modules, "linecache", half)
+    execution.register_source("<cell-10-1>", "d = 4")
+    half.cache = {}  # the rest of the module's body, then the hook
+    import_hooks.patch_linecache(half)
+    assert half.cache["<cell-10-1>"] == (5, None, ["d = 4\n"], "<cell-10-1>")

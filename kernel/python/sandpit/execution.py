@@ -74,9 +74,12 @@ def register_source(filename, code):
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     entry = sources[filename] = (len(code), None, lines, filename)
-    linecache = sys.modules.get("linecache")
-    if linecache is not None:
-        linecache.cache[filename] = entry
+    # While another shell's thread imports linecache, the module is in
+    # sys.modules without its cache: import_hooks.patch_linecache puts this
+    # entry in once the module is whole.
+    cache = getattr(sys.modules.get("linecache"), "cache", None)
+    if cache is not None:
+        cache[filename] = entry
 
 
 # --- compiling and running ----------------------------------------------------------------
