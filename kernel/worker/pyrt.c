@@ -407,6 +407,40 @@ static PyObject *sp_b64encode(PyObject *self, PyObject *arg)
     return text;
 }
 
+/* The embedded runtime's files, once a module of it is imported, are not the
+ * worker's to hold: their pages (some 250 kB of bytecode read by the import at
+ * start, of 850 kB with the sources, and the neighbours that each page fault
+ * maps with the page read) go back after each import from them, at start and
+ * when a cell first needs a module imported lazily, and what a later import
+ * needs of them is read again, from the page cache. They are never written,
+ * so nothing they hold can be lost, and a thread reading them meanwhile reads
+ * the same bytes again. */
+static void drop_embedded_pages(void)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (const struct embedded_file *f = embedded_runtime; f->path; f++) {
+        if ((uintptr_t)f->data < lo)
+            lo = (uintptr_t)f->data;
+        if ((uintptr_t)f->data + f->len + 1 > hi)
+            hi = (uintptr_t)f->data + f->len + 1;
+    }
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* release_sources(): the embedded runtime's pages go back (above); the
+ * importer calls it when an import from them has ended. */
+static PyObject *sp_release_sources(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    drop_embedded_pages();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef sp_methods[] = {
     {"b64encode", sp_b64encode, METH_O, "The base64 of a bytes-like object, as str."},
     {"send", sp_send, METH_VARARGS, "Send one frame to the supervisor."},
@@ -420,6 +454,8 @@ static PyMethodDef sp_methods[] = {
     {"output_end", sp_output_end, METH_VARARGS, "Bytes a request dropped past its cap."},
     {"log", sp_log, METH_VARARGS, "Write a line to the kernel's log."},
     {"sources", sp_sources, METH_NOARGS, "The embedded runtime's sources."},
+    {"release_sources", sp_release_sources, METH_NOARGS,
+     "Give back the pages of the embedded runtime read so far."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -455,6 +491,7 @@ static const char bootstrap[] =
     "from importlib.machinery import ModuleSpec\n"
     "class _EmbeddedImporter:\n"
     "    modules = _sandpit.sources()\n"
+    "    depth = 0\n"
     "    def origin(self, name):\n"
     "        return '<sandpit>/' + name.replace('.', '/') + '.py'\n"
     "    def find_spec(self, name, path=None, target=None):\n"
@@ -465,7 +502,11 @@ static const char bootstrap[] =
     "    def create_module(self, spec): return None\n"
     "    def exec_module(self, module):\n"
     "        module.__file__ = module.__spec__.origin\n"
-    "        exec(self.get_code(module.__name__), module.__dict__)\n"
+    "        self.depth += 1\n"
+    "        try: exec(self.get_code(module.__name__), module.__dict__)\n"
+    "        finally:\n"
+    "            self.depth -= 1\n"
+    "            if not self.depth: _sandpit.release_sources()\n"
     "    def get_code(self, name):\n"
     "        source, is_package, code = self.modules[name]\n"
     "        if code is not None: return marshal.loads(code)\n"
@@ -564,27 +605,6 @@ static void wrap_raw_allocator(void)
     uplink_on_idle(release_blocks);
 }
 
-/* The embedded runtime's files, once the runtime is imported, are not the
- * worker's to hold: their pages (some 250 kB of bytecode read by the import,
- * of 850 kB with the sources) go back, and what a later import needs of them is read
- * again, from the page cache. They are never written, so nothing they hold can be lost.
- */
-static void drop_embedded_pages(void)
-{
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (const struct embedded_file *f = embedded_runtime; f->path; f++) {
-        if ((uintptr_t)f->data < lo)
-            lo = (uintptr_t)f->data;
-        if ((uintptr_t)f->data + f->len + 1 > hi)
-            hi = (uintptr_t)f->data + f->len + 1;
-    }
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    lo = (lo + page - 1) & ~(page - 1);
-    hi &= ~(page - 1);
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
 int pyrt_init(char *err, size_t errlen)
 {
     double start = monotime_now();
@@ -642,7 +662,6 @@ int pyrt_init(char *err, size_t errlen)
         return -1;
     }
     Py_DECREF(rt);
-    drop_embedded_pages();
     log_debug("start-up: Python initialised in %.1f ms, the runtime imported in %.1f ms",
               (initialised - start) * 1e3, (monotime_now() - initialised) * 1e3);
     return 0;
