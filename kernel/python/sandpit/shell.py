@@ -21,9 +21,55 @@ link, parented to the request it names) and get_parent().
 """
 
 import builtins
+import importlib.util
 import os
-import pathlib
 import sys
+import threading
+import types
+
+
+class _LazyModule(types.ModuleType):
+    """A module in sys.modules whose code has not run yet: it runs, in the
+    module's own namespace, when an attribute that the module does not hold yet
+    is first asked for, and the module is a plain module from then on. What
+    the import system reads (__spec__, __name__, __file__) is there from the
+    start, so `import name` does not run it: importlib.util.LazyLoader does in
+    this Python, and its module is not guarded against two threads at once."""
+
+    def __getattr__(self, attr):
+        with _lazy_lock:
+            if type(self) is _LazyModule and self.__name__ not in _lazy_running:
+                _lazy_running.add(self.__name__)
+                try:
+                    self.__spec__.loader.exec_module(self)
+                    self.__class__ = types.ModuleType
+                finally:
+                    _lazy_running.discard(self.__name__)
+        return types.ModuleType.__getattribute__(self, attr)
+
+
+_lazy_lock = threading.RLock()
+_lazy_running = set()
+
+
+def _import_lazily(name):
+    """Puts the module name in sys.modules as a _LazyModule. A module already
+    imported, or not found, is left as it is."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or not hasattr(spec.loader, "exec_module"):
+        return
+    module = importlib.util.module_from_spec(spec)
+    module.__class__ = _LazyModule
+    sys.modules[name] = module
+
+
+# _dh holds a pathlib.Path, as under IPython. pathlib imports urllib.parse,
+# which imports ipaddress at its top for bracketed hosts alone: 0.45 MB of the
+# worker's memory that a session may never use, loaded when one does.
+_import_lazily("ipaddress")
+import pathlib  # noqa: E402 (after ipaddress is made lazy)
 
 from . import display
 from . import execution
