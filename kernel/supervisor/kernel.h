@@ -102,6 +102,7 @@ struct kernel {
     unsigned long lies;       /* of those, from the running worker, claiming a request
                                  it does not run (route.c) */
     struct kernel_limits limits;
+    bool loader_pages_released; /* after the first cell's reply (loadpages.h) */
 };
 
 /* Sets up k for the options (borrowed) with a new session, in the history's

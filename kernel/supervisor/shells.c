@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernel/link/frames.h"
+#include "kernel/loadpages.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
@@ -215,6 +216,12 @@ void shells_finish(struct kernel *k, struct shell *sh, const json_t *content,
         json_decref(md);
     }
     outbox_idle(k, r);
+    if (r->execute && !k->loader_pages_released) {
+        /* The supervisor has now done all it does for a cell, and bound the
+         * calls it makes for one: what its libraries' loading read goes back. */
+        k->loader_pages_released = true;
+        log_debug("the loader's pages given back: %zu kB", loadpages_release() >> 10);
+    }
     if (r->execute && failed && r->stop_on_error && !r->silent)
         abort_queued(k, sh, false);
     request_free(r);

@@ -32,6 +32,7 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/options.h"
+#include "kernel/loadpages.h"
 #include "kernel/prefault.h"
 #include "kernel/worker/arenas.h"
 #include "kernel/worker/pump.h"
@@ -381,6 +382,8 @@ int worker_main(int argc, char **argv)
         log_debug("start-up: %zu kB of Python's arenas left unwritten, given back",
                   back >> 10);
     }
+    log_debug("start-up: the loader's pages given back: %zu kB",
+              loadpages_release() >> 10);
     for (size_t i = 0; i < report.n; i++)
         log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
                  sandbox_state_name(report.layers[i].state),
