@@ -123,3 +123,55 @@ def test_the_first_traceback_shows_the_lines_of_cells_run_before_it(fresh_kernel
     assert "Cell In[1], line 2" in tb and "return 1 / x" in tb, tb
     assert k.run("import inspect\nprint(inspect.getsource(f), end='')") == \
         "def f(x):\n    return 1 / x\n"
+
+
+def test_ipaddress_waits_for_its_first_use(fresh_kernel):
+    # _dh's pathlib imports urllib.parse, which imports ipaddress at its top;
+    # the module is there, unrun, until something asks it for a name.
+    k = fresh_kernel
+    assert k.value("type(__import__('sys').modules['ipaddress']).__name__") == "'_LazyModule'"
+    assert k.value("type(_dh[0]).__name__") == "'PosixPath'"
+    # urllib.parse asks it for bracketed hosts: from there it is the module.
+    assert k.value("__import__('urllib.parse').parse.urlsplit('http://[::1]:8/').hostname") \
+        == "'::1'"
+    assert k.run("import ipaddress, sys, types\n"
+                 "print(type(sys.modules['ipaddress']) is types.ModuleType,\n"
+                 "      ipaddress.ip_address('10.1.2.3').is_private,\n"
+                 "      ipaddress.__file__.endswith('/ipaddress.py'))") == "True True True\n"
+    # A module imported after it finds it as it is.
+    assert k.value("__import__('sys').modules['ipaddress'].IPv4Network('10.0.0.0/8')"
+                   ".num_addresses") == "16777216"
+
+
+# The worker's pages that hold the embedded runtime (its sources and
+# bytecode), counted from its own pagemap: the whole pages between the first
+# and the last byte of the files, whose addresses numpy gives from the
+# importer's memoryviews of them.
+RESIDENT_RUNTIME = """\
+import os, struct, sys, numpy
+_entries = sys.modules['sandpit.runtime'].__loader__.modules
+_spans = [(numpy.frombuffer(v, dtype=numpy.uint8).ctypes.data, len(v))
+          for e in _entries.values() for v in (e[0], e[2]) if v is not None and len(v)]
+_page = os.sysconf('SC_PAGESIZE')
+_lo = min(a for a, n in _spans) // _page + 1
+_hi = max(a + n for a, n in _spans) // _page
+
+def resident_runtime_pages():
+    with open('/proc/self/pagemap', 'rb') as f:
+        f.seek(_lo * 8)
+        entries = struct.unpack('%dQ' % (_hi - _lo), f.read((_hi - _lo) * 8))
+    return sum(e >> 63 for e in entries)
+"""
+
+
+def test_the_runtimes_pages_go_back_after_each_import_from_it(fresh_kernel):
+    k = fresh_kernel
+    k.run(RESIDENT_RUNTIME)
+    # After start-up, and after the first cell.
+    assert k.value("resident_runtime_pages()") == "0"
+    # Reading a module's source maps its pages (and their neighbours)...
+    assert int(k.run("bytes(_entries['sandpit.magics'][0])\n"
+                     "print(resident_runtime_pages())")) > 0
+    # ...and an import from the runtime, here the first magic's, gives them back.
+    assert "per loop" in k.run("%timeit -n1 -r1 pass")
+    assert k.value("'sandpit.magics' in sys.modules, resident_runtime_pages()") == "(True, 0)"
