@@ -104,9 +104,12 @@ $(LIB_A): $(LIB_OBJ)
 	@echo "  AR    $@"
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# Bound at start (-z now): once the first cell is answered, the supervisor gives
+# back the libraries' symbol tables (kernel/loadpages.h), which a call bound
+# lazily would read again at its first use, cell after cell.
 $(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/pidcache.o $(LIB_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
 
 $(WORKER): $(BUILD)/kernel/worker_main.o $(LIB_A)
 	@echo "  LD    $@"
