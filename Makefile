@@ -55,12 +55,23 @@ PY_STATIC_LIBS := -no-pie -Wl$(comma)--export-dynamic -Wl$(comma)--whole-archive
                   -Wl$(comma)--no-whole-archive -lexpat -lz -lm -ldl
 WORKER_LIBS  := $(PKG_LIBS) -lpthread \
                 $(if $(PY_STATIC),$(PY_STATIC_LIBS),$(PY_LIBS))
+# That program is the worker under the sanitizers only (an instrumented library
+# cannot be loaded into a program that is not). Otherwise the worker is a
+# library, sandpit-worker.so, that the supervisor has Python's own program run
+# with (LD_PRELOAD; kernel/worker_preload.c): CPython's code (2.6 MB) is then
+# shared with every other Python on the machine rather than the worker's alone.
+# The program is the one this Python runs, by its real path: the headers and
+# the ABI that sandpit is compiled for.
+PY_PROGRAM   := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
+WORKER_PYTHON := $(if $(SANITIZE),,$(PY_PROGRAM))
+ALL_CFLAGS   += $(if $(WORKER_PYTHON),-DSANDPIT_WORKER_PYTHON='"$(WORKER_PYTHON)"')
 
 PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
 # kernel/ and each of its folders (supervisor/, worker/, link/, ...): a new folder
 # needs no change here.
-KERNEL_SRC   := $(filter-out kernel/main.c kernel/worker_main.c kernel/pidcache.c,\
+KERNEL_SRC   := $(filter-out kernel/main.c kernel/worker_main.c kernel/worker_preload.c \
+                  kernel/pidcache.c,\
                   $(wildcard kernel/*.c kernel/*/*.c))
 PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
 LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/logo-svg.svg
@@ -68,7 +79,13 @@ LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/l
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_SRC)) \
            $(BUILD)/embedded_runtime.o $(BUILD)/embedded_logos.o
 BIN     := $(BUILD)/sandpit
-WORKER  := $(BUILD)/sandpit-worker
+WORKER_PROGRAM := $(BUILD)/sandpit-worker
+WORKER_LIBRARY := $(BUILD)/sandpit-worker.so
+WORKER  := $(if $(WORKER_PYTHON),$(WORKER_LIBRARY),$(WORKER_PROGRAM))
+# The library's objects, compiled again as position-independent code, with
+# nothing exported but the __libc_start_main that replaces Python's main.
+PIC_OBJ := $(patsubst $(BUILD)/%,$(BUILD)/pic/%,$(LIB_OBJ))
+PIC_A   := $(BUILD)/libsandpit-pic.a
 # Both programs are linked from one archive, so that each takes only the objects
 # it calls (the supervisor none of kernel/worker/, the worker none of the
 # supervisor's), and --as-needed keeps only the libraries those use: the
@@ -111,9 +128,27 @@ $(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/pidcache.o $(LIB_A)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
 
-$(WORKER): $(BUILD)/kernel/worker_main.o $(LIB_A)
+$(WORKER_PROGRAM): $(BUILD)/kernel/worker_main.o $(LIB_A)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed $(WORKER_LIBS)
+
+$(PIC_A): $(PIC_OBJ)
+	@echo "  AR    $@"
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(WORKER_LIBRARY): $(BUILD)/pic/kernel/worker_preload.o $(PIC_A)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $^ -Wl,--as-needed $(PKG_LIBS) -ldl -lpthread
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (pic)"
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(BUILD)/pic/embedded_%.o: $(BUILD)/embedded_%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (pic)"
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ikernel -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -312,11 +347,12 @@ soak: deps all
 install: $(BIN) $(WORKER)
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/sandpit
-	install -m 755 $(WORKER) $(DESTDIR)$(BINDIR)/sandpit-worker
-	@echo "installed $(DESTDIR)$(BINDIR)/sandpit and sandpit-worker; now run: sandpit install --user"
+	install -m 755 $(WORKER) $(DESTDIR)$(BINDIR)/$(notdir $(WORKER))
+	@echo "installed $(DESTDIR)$(BINDIR)/sandpit and $(notdir $(WORKER)); now run: sandpit install --user"
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/sandpit $(DESTDIR)$(BINDIR)/sandpit-worker
+	rm -f $(DESTDIR)$(BINDIR)/sandpit $(DESTDIR)$(BINDIR)/sandpit-worker \
+	    $(DESTDIR)$(BINDIR)/sandpit-worker.so
 
 clean:
 	rm -rf build build-address build-undefined $(SAN_BUILD) $(FUZZ_BUILD)

@@ -8,8 +8,9 @@
  *   sandpit check-sandbox                         what the sandbox can do here
  *   sandpit start|stop|status|run|mcp ...         the clients (kernel/client/)
  *
- * The worker is a program of its own, sandpit-worker, installed beside this
- * one (kernel/worker_main.c).
+ * The worker is Python's own program run with sandpit-worker.so, installed
+ * beside this one (kernel/worker_preload.c); under the sanitizers, a program
+ * of its own, sandpit-worker (kernel/worker_main.c).
  *
  * The kernel's stdout is never written to: in kernel mode everything goes
  * to the log on stderr. */

@@ -41,14 +41,62 @@ int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct lo
         return -ENOMEM;
     memcpy(w->program, self, dir);
     strcpy(w->program + dir, "/" RESPAWN_PROGRAM);
-    if (access(w->program, X_OK) != 0) {
+#ifdef SANDPIT_WORKER_PYTHON
+    int mode = R_OK;
+#else
+    int mode = X_OK;
+#endif
+    if (access(w->program, mode) != 0) {
         int rc = -errno;
         log_error("the worker's program %s cannot be run (%s): it is installed beside "
                   "sandpit (make install puts both in place)",
                   w->program, strerror(errno));
         return rc;
     }
+#ifdef SANDPIT_WORKER_PYTHON
+    if (access(SANDPIT_WORKER_PYTHON, X_OK) != 0) {
+        int rc = -errno;
+        log_error("the worker runs in %s, the Python sandpit was built with, which "
+                  "cannot be run (%s)",
+                  SANDPIT_WORKER_PYTHON, strerror(errno));
+        return rc;
+    }
+#endif
     return 0;
+}
+
+/* The environment a worker gets: env as child_environment made it, with, where
+ * the worker is a library, LD_PRELOAD naming it alone (one the kernel was given
+ * does not reach the worker). The worker takes it out of its own environment
+ * as it starts. NULL when out of memory; env is taken over either way. */
+static char **worker_environment(struct respawn *w, char **env)
+{
+#ifdef SANDPIT_WORKER_PYTHON
+    if (!env)
+        return NULL;
+    size_t n = 0, k = 0;
+    while (env[n])
+        n++;
+    char **out = calloc(n + 2, sizeof *out);
+    char *preload = NULL;
+    if (!out || asprintf(&preload, "LD_PRELOAD=%s", w->program) < 0) {
+        free(out);
+        child_free_environment(env);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(env[i], "LD_PRELOAD=", 11) == 0)
+            free(env[i]);
+        else
+            out[k++] = env[i];
+    }
+    out[k] = preload;
+    free(env);
+    return out;
+#else
+    (void)w;
+    return env;
+#endif
 }
 
 void respawn_release(struct respawn *w)
@@ -63,9 +111,14 @@ void respawn_release(struct respawn *w)
     w->program = NULL;
 }
 
-/* The program's path, then the options. */
+/* The program's path (Python's, where the worker is a library), then the
+ * options. */
 static char **worker_argv(const char *program, const struct options *opts)
 {
+#ifdef SANDPIT_WORKER_PYTHON
+    (void)program;
+    program = SANDPIT_WORKER_PYTHON;
+#endif
     char **argv = calloc(2, sizeof *argv);
     int argc = 1;
     if (!argv || !(argv[0] = strdup(program)))
@@ -118,7 +171,8 @@ void respawn_start(struct respawn *w)
     w->stops = 0;
     char **argv = worker_argv(w->program, w->opts);
     if (!w->env)
-        w->env = child_environment(w->opts->sandbox, w->opts->pass_env);
+        w->env =
+            worker_environment(w, child_environment(w->opts->sandbox, w->opts->pass_env));
     /* The template starts when a worker is first replaced (a restart, a crash),
      * beside the worker that replaces it, which is exec'd: a kernel that never
      * replaces its worker never pays for a template, in time or in memory, and

@@ -15,15 +15,23 @@
 
 #define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
 #define RESPAWN_MAX_STOPS       3    /* a worker stopped more often is restarted */
-#define RESPAWN_PROGRAM         "sandpit-worker" /* beside the supervisor's program */
+/* The worker, beside the supervisor's program: a library that Python's own
+ * program runs with (kernel/worker_preload.c) where sandpit is built so
+ * (SANDPIT_WORKER_PYTHON, Python's program, is then defined), else a program. */
+#ifdef SANDPIT_WORKER_PYTHON
+#define RESPAWN_PROGRAM "sandpit-worker.so"
+#else
+#define RESPAWN_PROGRAM "sandpit-worker"
+#endif
 
 struct respawn {
     struct kernel *k;
     struct child *child;
     struct loop *loop;
     const struct options *opts;
-    char *program;         /* the worker's program, beside ours (owned) */
-    char **env;            /* the environment workers get (see child_environment) */
+    char *program;         /* the worker's program, or its library, beside ours (owned) */
+    char **env;            /* the environment workers get (see child_environment), with
+                              LD_PRELOAD naming that library where it is one */
     int start_failures;    /* consecutive workers that died before saying hello */
     long long retry_timer; /* a delayed start; 0: none */
     long long hello_timer; /* the start-up deadline; 0: none */

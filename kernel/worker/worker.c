@@ -255,7 +255,8 @@ int worker_main(int argc, char **argv)
     char *pythonpath = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
     unsetenv("PYTHONPATH");
     /* Before CPython starts: its data segment in one call (prefault.h), in
-     * libpython or, linked statically (the Makefile), in this program. */
+     * libpython or, where CPython is linked into it, in the program (Python's
+     * own, or sandpit-worker: the Makefile). */
     if (prefault_library_data("libpython") == -ENOENT)
         prefault_library_data(NULL);
     if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {

@@ -1,34 +1,40 @@
-"""Two programs: `sandpit` (the supervisor, the commands) and `sandpit-worker`
-(the process that runs the code), installed side by side. Each loads only the
-libraries it uses, which is what makes each start sooner and hold less: the
-supervisor no CPython, the worker no ZeroMQ, OpenSSL or SQLite (and no
-libpython either where CPython is linked into it). A kernel whose
-worker program is missing says so and stops, rather than serving a kernel that
-can run nothing."""
+"""Two processes from two files installed side by side: `sandpit` (the
+supervisor, the commands) and `sandpit-worker.so` (the code of the process that
+runs the cells), a library that Python's own program runs with, so that the
+worker shares CPython's code with every other Python. (Under the sanitizers the
+worker is a program of its own, `sandpit-worker`, with CPython linked in.) Each
+loads only the libraries it uses, which is what makes each start sooner and
+hold less: the supervisor no CPython, the worker no ZeroMQ, OpenSSL or SQLite
+(and no libpython either where CPython is linked into Python's program). A
+kernel whose worker is missing says so and stops, rather than serving a kernel
+that can run nothing."""
 
 import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import sysconfig
 
 import pytest
 
 from sandpit_testing import SANDPIT, TIMEOUT, start, stop
 
-WORKER = os.path.join(os.path.dirname(SANDPIT), "sandpit-worker")
+WORKER = os.path.join(os.path.dirname(SANDPIT), "sandpit-worker.so")
+# The Python sandpit is built with, by its real path: the worker's program.
+PYTHON_PROGRAM = os.path.realpath(sys.executable)
+
+
+def mapped(pid):
+    """The real paths of the files a process maps."""
+    with open("/proc/%d/maps" % pid) as f:
+        return {os.path.realpath(line.split()[-1]) for line in f if "/" in line}
 
 
 def libraries(pid):
     """The base names of the shared objects a process maps."""
-    names = set()
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            path = line.split()[-1]
-            if ".so" in path:
-                names.add(os.path.basename(path).split(".so")[0])
-    return names
+    return {os.path.basename(path).split(".so")[0] for path in mapped(pid) if ".so" in path}
 
 
 def worker_of(pid):
@@ -47,12 +53,20 @@ def k(jupyter_dir, tmp_path_factory):
     stop(k)
 
 
-def test_the_worker_is_a_program_of_its_own(k):
+def test_the_worker_is_pythons_program_with_sandpits_library(k):
     assert k.value("6 * 7") == "42"
     pid = k.km.provisioner.process.pid
     worker = worker_of(pid)
     assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(SANDPIT)
-    assert os.path.realpath("/proc/%d/exe" % worker) == os.path.realpath(WORKER)
+    assert os.path.realpath("/proc/%d/exe" % worker) == PYTHON_PROGRAM
+    assert os.path.realpath(WORKER) in mapped(worker)
+    assert os.path.realpath(WORKER) not in mapped(pid)
+    # The library exports only what replaces Python's main.
+    symbols = subprocess.run(["nm", "-D", "--defined-only", WORKER], capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert symbols[1::3] == ["T"] and symbols[2::3] == ["__libc_start_main"], symbols
+    # What loaded it is not in the environment that the user's code sees.
+    assert k.value("'LD_PRELOAD' in __import__('os').environ") == "False"
 
 
 def test_each_process_loads_only_the_libraries_it_uses(k):
@@ -68,10 +82,10 @@ def test_each_process_loads_only_the_libraries_it_uses(k):
     static = os.path.join(sysconfig.get_config_var("LIBPL"),
                           "libpython%s.a" % sysconfig.get_python_version())
     if os.path.exists(static):
-        print("CPython linked into the worker, from", static)
+        print("CPython linked into Python's program, from", static)
         assert "libpython3.11" not in worker
-        symbols = subprocess.run(["nm", "-D", "--defined-only", WORKER], capture_output=True,
-                                 text=True, check=True).stdout.split()
+        symbols = subprocess.run(["nm", "-D", "--defined-only", PYTHON_PROGRAM],
+                                 capture_output=True, text=True, check=True).stdout.split()
         assert "Py_InitializeFromConfig" in symbols and "PyList_New" in symbols
     else:
         print("no static CPython here: the worker loads libpython")
@@ -101,5 +115,5 @@ def test_a_kernel_without_its_worker_program_says_so_and_stops(tmp_path):
     p = subprocess.run([str(lone), "kernel", "-f", str(conn)], cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == 1
-    assert str(lone.parent / "sandpit-worker") in p.stderr
+    assert str(lone.parent / "sandpit-worker.so") in p.stderr
     assert "installed beside sandpit" in p.stderr
