@@ -105,6 +105,7 @@ void respawn_release(struct respawn *w)
     w->tpl = NULL;
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
+    loop_del_timer(w->loop, w->spare_timer);
     child_free_environment(w->env);
     w->env = NULL;
     free(w->program);
@@ -167,7 +168,8 @@ void respawn_start(struct respawn *w)
 {
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
-    w->retry_timer = w->hello_timer = 0;
+    loop_del_timer(w->loop, w->spare_timer);
+    w->retry_timer = w->hello_timer = w->spare_timer = 0;
     w->stops = 0;
     char **argv = worker_argv(w->program, w->opts);
     if (!w->env)
@@ -303,8 +305,9 @@ bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
     return child_spare_reaped(w->child, pid) || template_reaped(w->tpl, pid, status);
 }
 
-/* Once a worker is ready, the next one starts from the template, so that a
- * restart or a crash costs no more than swapping one for the other. Not with
+/* Once a worker is ready (and the kernel idle), the next one starts from the
+ * template, so that a restart or a crash costs no more than swapping one for
+ * the other. Not with
  * --preload: the preloads are the user's code, and they run when a worker
  * starts, so they would run before the restart that asked for them. */
 static void start_spare(struct respawn *w)
@@ -319,6 +322,25 @@ static void start_spare(struct respawn *w)
         log_warn("cannot start a worker beforehand: %s", strerror(-rc));
 }
 
+/* The kernel has run nothing for RESPAWN_SPARE_AFTER_IDLE_S since the timer was
+ * set (or last looked): the next worker starts; else it looks again as long
+ * again later. */
+static double on_spare_due(struct loop *l, long long id, void *data)
+{
+    (void)l;
+    (void)id;
+    struct respawn *w = data;
+    if (child_state(w->child) != CHILD_READY) {
+        w->spare_timer = 0;
+        return LOOP_NOMORE;
+    }
+    if (shells_any_running(w->k))
+        return RESPAWN_SPARE_AFTER_IDLE_S;
+    w->spare_timer = 0;
+    start_spare(w);
+    return LOOP_NOMORE;
+}
+
 bool respawn_hello(struct respawn *w)
 {
     if (child_state(w->child) != CHILD_STARTING)
@@ -329,7 +351,9 @@ bool respawn_hello(struct respawn *w)
     w->hello_timer = 0;
     log_info("worker %d ready in %.0f ms", (int)child_pid(w->child),
              child_age(w->child) * 1000);
-    start_spare(w);
+    loop_del_timer(w->loop, w->spare_timer);
+    long long id = loop_add_timer(w->loop, RESPAWN_SPARE_AFTER_IDLE_S, on_spare_due, w);
+    w->spare_timer = id > 0 ? id : 0;
     return true;
 }
 

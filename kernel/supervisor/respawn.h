@@ -15,6 +15,10 @@
 
 #define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
 #define RESPAWN_MAX_STOPS       3    /* a worker stopped more often is restarted */
+/* The next worker starts from the template once the kernel has run nothing for
+ * this long after a worker became ready: not beside the first cells of the
+ * new one, whose CPU its start (some 15 ms of it) would take. */
+#define RESPAWN_SPARE_AFTER_IDLE_S 0.1
 /* The worker, beside the supervisor's program: a library that Python's own
  * program runs with (kernel/worker_preload.c) where sandpit is built so
  * (SANDPIT_WORKER_PYTHON, Python's program, is then defined), else a program. */
@@ -35,6 +39,7 @@ struct respawn {
     int start_failures;    /* consecutive workers that died before saying hello */
     long long retry_timer; /* a delayed start; 0: none */
     long long hello_timer; /* the start-up deadline; 0: none */
+    long long spare_timer; /* the next worker's start, once idle; 0: none */
     int stops;             /* times the running worker was stopped (SIGSTOP, ...) */
     struct template *tpl;  /* forks workers once ready; NULL: none (owned) */
     bool tpl_tried;        /* a template was started once: not again */
