@@ -307,9 +307,9 @@ bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
 
 /* Once a worker is ready (and the kernel idle), the next one starts from the
  * template, so that a restart or a crash costs no more than swapping one for
- * the other. Not with
- * --preload: the preloads are the user's code, and they run when a worker
- * starts, so they would run before the restart that asked for them. */
+ * the other. Not with --preload: the preloads are the user's code, and they
+ * run when a worker starts, so they would run before the restart that asked
+ * for them. */
 static void start_spare(struct respawn *w)
 {
     if (!w->opts->template || w->opts->preload ||
