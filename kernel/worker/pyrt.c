@@ -254,6 +254,78 @@ static PyObject *sp_write(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(n);
 }
 
+/* What sys.stdout.write and sys.stderr.write do in C (streams.py): the two
+ * context variables that say which request a write belongs to and whether
+ * something captures it, and the Python function that takes the write when
+ * something does. Set once by stream_setup(). */
+static PyObject *stream_capture, *stream_current, *stream_fallback, *stream_msg_id;
+
+/* stream_setup(capture, current, fallback) -> None. */
+static PyObject *sp_stream_setup(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capture, *current, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O!O:stream_setup", &PyContextVar_Type, &capture,
+                          &PyContextVar_Type, &current, &fallback))
+        return NULL;
+    if (!stream_msg_id && !(stream_msg_id = PyUnicode_InternFromString("msg_id")))
+        return NULL;
+    Py_XSETREF(stream_capture, Py_NewRef(capture));
+    Py_XSETREF(stream_current, Py_NewRef(current));
+    Py_XSETREF(stream_fallback, Py_NewRef(fallback));
+    Py_RETURN_NONE;
+}
+
+/* A write of text to stdout (1) or stderr (2), as OutStream.write does it: to
+ * the pump, for the request of this context, unless something captures this
+ * context's output (then the fallback takes it). print() calls it twice per
+ * line: a method of Python's would be most of the cost of printing. */
+static PyObject *stream_write(int fd, PyObject *text)
+{
+    if (!PyUnicode_Check(text))
+        return PyErr_Format(PyExc_TypeError, "write() argument must be str, not %.200s",
+                            Py_TYPE(text)->tp_name);
+    if (!stream_capture)
+        return PyErr_Format(PyExc_RuntimeError, "the streams are not set up");
+    PyObject *capture = NULL, *req = NULL;
+    if (PyContextVar_Get(stream_capture, NULL, &capture) < 0)
+        return NULL;
+    if (capture && capture != Py_None) {
+        Py_DECREF(capture);
+        return PyObject_CallFunction(stream_fallback, "iO", fd, text);
+    }
+    Py_XDECREF(capture);
+    if (PyContextVar_Get(stream_current, NULL, &req) < 0)
+        return NULL;
+    PyObject *id = NULL;
+    const char *tag = NULL;
+    if (req && req != Py_None) {
+        id = PyObject_GetAttr(req, stream_msg_id);
+        tag = id && PyUnicode_Check(id) ? PyUnicode_AsUTF8(id) : NULL;
+        if (!tag) {
+            Py_XDECREF(id);
+            Py_DECREF(req);
+            return NULL;
+        }
+    }
+    int rc = write_text(fd, text, tag);
+    Py_XDECREF(id);
+    Py_XDECREF(req);
+    return rc < 0 ? NULL : PyLong_FromSsize_t(PyUnicode_GET_LENGTH(text));
+}
+
+static PyObject *sp_stdout_write(PyObject *self, PyObject *text)
+{
+    (void)self;
+    return stream_write(1, text);
+}
+
+static PyObject *sp_stderr_write(PyObject *self, PyObject *text)
+{
+    (void)self;
+    return stream_write(2, text);
+}
+
 /* set_default_tag(tag: str | None) -> None: the request that output from C code
  * belongs to (the main shell's). */
 static PyObject *sp_set_default_tag(PyObject *self, PyObject *args)
@@ -449,6 +521,9 @@ static PyMethodDef sp_methods[] = {
     {"reader_turn", sp_reader_turn, METH_VARARGS, "Give or take the reader's turn."},
     {"write", sp_write, METH_VARARGS, "Write output to stdout (1) or stderr (2)."},
     {"set_default_tag", sp_set_default_tag, METH_VARARGS, "The request C output is for."},
+    {"stream_setup", sp_stream_setup, METH_VARARGS, "What the streams' writes look at."},
+    {"stdout_write", sp_stdout_write, METH_O, "sys.stdout.write, in C."},
+    {"stderr_write", sp_stderr_write, METH_O, "sys.stderr.write, in C."},
     {"flush", sp_flush, METH_NOARGS, "Send the output written to fds 1 and 2 so far."},
     {"output_begin", sp_output_begin, METH_VARARGS, "Count a request's output."},
     {"output_end", sp_output_end, METH_VARARGS, "Bytes a request dropped past its cap."},

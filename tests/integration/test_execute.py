@@ -97,6 +97,36 @@ def test_print_is_one_message(kernel):
     assert len(streams) == 1 and streams[0]["content"]["text"] == "x\n"
 
 
+def test_the_streams_write_in_c_as_their_method_does(kernel):
+    # print() finds each stream's write in C; the method in Python is the same
+    # write, and both say the same about what is not text.
+    assert kernel.value("__import__('sys').stdout.write.__name__, "
+                        "__import__('sys').stderr.write.__name__") == \
+        "('stdout_write', 'stderr_write')"
+    _, out = kernel.execute(
+        "import sys\nclass S(str): pass\n"
+        "n = sys.stdout.write(S('sub\\n')), type(sys.stdout).write(sys.stdout, 'py\\n')\n"
+        "errors = []\n"
+        "for w in (sys.stdout.write, lambda s: type(sys.stdout).write(sys.stdout, s)):\n"
+        "    try:\n"
+        "        w(b'x')\n"
+        "    except TypeError as e:\n"
+        "        errors.append(str(e))\n"
+        "print(n, errors, file=sys.stderr)")
+    assert stdout_of(out) == "sub\npy\n"
+    assert stdout_of(out, "stderr") == \
+        "(4, 3) ['write() argument must be str, not bytes', " \
+        "'write() argument must be str, not bytes']\n"
+    # What captures a context's output still takes what it writes.
+    _, out = kernel.execute("from contextlib import redirect_stdout\nimport io\n"
+                            "f = io.StringIO()\nwith redirect_stdout(f):\n    print('in')\n"
+                            "print(repr(f.getvalue()))")
+    assert stdout_of(out) == "'in\\n'\n"
+    _, out = kernel.execute("%%capture cap\nprint('hidden')\nprint('also', file=sys.stderr)")
+    assert stdout_of(out) == stdout_of(out, "stderr") == ""
+    assert kernel.value("cap.stdout, cap.stderr") == "('hidden\\n', 'also\\n')"
+
+
 def test_large_output_is_complete(kernel):
     _, out = kernel.execute("for i in range(20000):\n    print(i)")
     text = stdout_of(out)
