@@ -37,8 +37,10 @@ static size_t escaped_size(unsigned char c)
 #define HIGHS 0x8080808080808080ULL
 
 /* How many bytes from the start of s need no escape: eight at a time while
- * none of them is below 0x20, a quote or a backslash (a word's test is exact
- * as to whether one is there), then one at a time. */
+ * none of them is below 0x20, a quote or a backslash, then one at a time. A
+ * word's test is exact as to whether one is there, and as to which is the
+ * first (a byte that borrows can flag only the bytes after it): that one's
+ * place is the lowest flag's (the words are read little-endian). */
 static size_t plain_run(const char *s, size_t len)
 {
     size_t i = 0;
@@ -47,8 +49,13 @@ static size_t plain_run(const char *s, size_t len)
         memcpy(&w, s + i, 8);
         uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
         uint64_t flags = ((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b);
-        if (flags & HIGHS)
+        if (flags & HIGHS) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + ((size_t)__builtin_ctzll(flags & HIGHS) >> 3);
+#else
             break;
+#endif
+        }
     }
     while (i < len && escaped_size((unsigned char)s[i]) == 1)
         i++;

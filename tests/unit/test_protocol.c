@@ -656,6 +656,33 @@ static void test_dump_string_escapes_at_every_place(void)
     }
 }
 
+/* Two bytes that need an escape, at every two places of sixteen plain bytes:
+ * the escaper takes the first one a word holds for where its run ends, and a
+ * byte that borrows in the word's test may flag those after it. */
+static void test_dump_string_escapes_two_in_a_word(void)
+{
+    static const char escapes[] = {'\x01', '\x1f', '"', '\\', '\n', '\x00'};
+    for (size_t a = 0; a < sizeof escapes; a++)
+        for (size_t b = 0; b < sizeof escapes; b++)
+            for (size_t i = 0; i < 16; i++)
+                for (size_t j = i + 1; j < 16; j++) {
+                    char in[16];
+                    memset(in, ' ', sizeof in);
+                    in[i] = escapes[a];
+                    in[j] = escapes[b];
+                    json_t *v = json_stringn(in, sizeof in);
+                    char *theirs = json_dumps(v, JSON_ENCODE_ANY);
+                    char *out = malloc(dump_string_size(in, sizeof in) + 1);
+                    size_t w = dump_string(out, in, sizeof in);
+                    out[w] = 0;
+                    CHECK_INT((int)w, (int)strlen(theirs));
+                    CHECK_STR(out, theirs);
+                    free(out);
+                    free(theirs);
+                    json_decref(v);
+                }
+}
+
 /* load_part_from against jansson, on texts and on many mutations of them, with
  * every string taken as large from a few bytes on: both refuse, or both give
  * equal values. */
@@ -742,6 +769,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_dump_splices_large_strings),
     TESTING_CASE(test_dump_string_escapes_as_jansson_does),
     TESTING_CASE(test_dump_string_escapes_at_every_place),
+    TESTING_CASE(test_dump_string_escapes_two_in_a_word),
     TESTING_CASE(test_load_takes_and_refuses_what_jansson_does),
     {0},
 };
