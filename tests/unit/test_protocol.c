@@ -624,6 +624,19 @@ static void test_dump_string_escapes_as_jansson_does(void)
     free(out);
 }
 
+/* dump_string of in (n bytes) is what jansson writes for v, the same text. */
+static void check_escapes_as_jansson(const json_t *v, const char *in, size_t n)
+{
+    char *theirs = json_dumps(v, JSON_ENCODE_ANY);
+    char *out = malloc(dump_string_size(in, n) + 1);
+    size_t w = dump_string(out, in, n);
+    out[w] = 0;
+    CHECK_INT((int)w, (int)strlen(theirs));
+    CHECK_STR(out, theirs);
+    free(out);
+    free(theirs);
+}
+
 /* Each byte that needs an escape, at each place in eight-byte words of plain
  * text (ASCII and UTF-8), as jansson writes it: the escaper looks at eight bytes
  * at a time. */
@@ -643,14 +656,7 @@ static void test_dump_string_escapes_at_every_place(void)
             json_t *v = json_stringn(in, n);
             if (!v)
                 continue;
-            char *theirs = json_dumps(v, JSON_ENCODE_ANY);
-            char *out = malloc(dump_string_size(in, n) + 1);
-            size_t w = dump_string(out, in, n);
-            out[w] = 0;
-            CHECK_INT((int)w, (int)strlen(theirs));
-            CHECK_STR(out, theirs);
-            free(out);
-            free(theirs);
+            check_escapes_as_jansson(v, in, n);
             json_decref(v);
         }
     }
@@ -671,14 +677,7 @@ static void test_dump_string_escapes_two_in_a_word(void)
                     in[i] = escapes[a];
                     in[j] = escapes[b];
                     json_t *v = json_stringn(in, sizeof in);
-                    char *theirs = json_dumps(v, JSON_ENCODE_ANY);
-                    char *out = malloc(dump_string_size(in, sizeof in) + 1);
-                    size_t w = dump_string(out, in, sizeof in);
-                    out[w] = 0;
-                    CHECK_INT((int)w, (int)strlen(theirs));
-                    CHECK_STR(out, theirs);
-                    free(out);
-                    free(theirs);
+                    check_escapes_as_jansson(v, in, sizeof in);
                     json_decref(v);
                 }
 }
