@@ -261,6 +261,37 @@ display(SelfShowing())
     assert content["data"] == {"text/html": "<em>by itself</em>"}
 
 
+def test_ipythons_image_encodes_with_the_workers_base64(kernel):
+    # IPython.core.display's b2a_base64 is the worker's: the same bytes as
+    # binascii's, for every length of the last group and with either newline.
+    assert kernel.value(
+        "__import__('IPython.core.display').core.display.b2a_base64.__module__") == \
+        "'_sandpit'"
+    out = kernel.run(
+        "import binascii, os, IPython.core.display as d\n"
+        "same = [d.b2a_base64(x, newline=nl) == binascii.b2a_base64(x, newline=nl)\n"
+        "        for x in [os.urandom(n) for n in range(70)] + [os.urandom(100001),\n"
+        "                  bytearray(b'ab'), memoryview(b'abcd')]\n"
+        "        for nl in (True, False)]\n"
+        "errors = []\n"
+        "for f in (d.b2a_base64, binascii.b2a_base64):\n"
+        "    try:\n"
+        "        f('text')\n"
+        "    except TypeError as e:\n"
+        "        errors.append(type(e).__name__)\n"
+        "print(len(same), all(same), errors)")
+    assert out == "146 True ['TypeError', 'TypeError']\n"
+    # An Image of a file name that is not one says so, as under ipykernel.
+    reply, _ = kernel.execute("from IPython.display import Image\n"
+                              "Image(data='no-such.png', format='png')._repr_png_()")
+    assert reply["content"]["ename"] == "FileNotFoundError"
+    # What the client gets is the image's bytes.
+    png = _pil_bytes("PNG", (5, 3))
+    outputs = ok(kernel, "display(Image(data=%r))" % (png,))
+    (content,) = [m["content"] for m in of_type(outputs, "display_data")]
+    assert base64.b64decode(content["data"]["image/png"]) == png
+
+
 def test_ipython_display_module_publishes_like_ipykernel(kernel):
     code = """
 from IPython.display import (display, HTML, Markdown, Image, SVG, JSON, Latex, Math,
