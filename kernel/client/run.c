@@ -29,6 +29,7 @@
 #include "kernel/client/launch.h"
 #include "kernel/client/outcome.h"
 #include "kernel/fsutil.h"
+#include "sandbox/tfile.h"
 
 #define READY_TIMEOUT_S   30.0
 #define RESTART_TIMEOUT_S 60.0
@@ -195,8 +196,9 @@ static char *read_all(const char *path)
 /* What a run keeps while the cell runs. */
 struct run {
     const struct run_args *args;
+    const char *workspace; /* its real path, borrowed from the instance */
     char outdir[PATH_MAX];
-    bool outdir_made;
+    int outdir_fd; /* -1 until the first image */
     struct outcome outcome;
     struct client *client;
     int sigfd, pidfd;
@@ -213,23 +215,78 @@ static const char *extension_of(const char *mime)
     return "png";
 }
 
+/* Opens the output folder (into r->outdir_fd), made if missing, and makes
+ * r->outdir absolute. The cell can write the workspace, so inside it (the
+ * default outputs/, or an --outdir there) each folder below the workspace is
+ * made and opened without following a link; elsewhere the path is the user's. */
+static int open_outdir(struct run *r)
+{
+    char abs[PATH_MAX], cwd[PATH_MAX];
+    int rc = 0;
+    if (r->outdir[0] != '/' &&
+        (!getcwd(cwd, sizeof cwd) ||
+         snprintf(abs, sizeof abs, "%s/%s", cwd, r->outdir) >= (int)sizeof abs))
+        rc = -ENAMETOOLONG;
+    else if (r->outdir[0] != '/')
+        snprintf(r->outdir, sizeof r->outdir, "%s", abs);
+    size_t n = strlen(r->workspace);
+    if (!rc && strncmp(r->outdir, r->workspace, n) == 0 && r->outdir[n] == '/') {
+        int root = tfile_open_root(r->workspace);
+        rc = root < 0 ? root : tfile_mkdir(root, r->outdir + n + 1, 0755);
+        if (root >= 0)
+            close(root);
+    } else if (!rc && !(rc = fsutil_mkdir_p(r->outdir, 0755))) {
+        rc = tfile_open_root(r->outdir);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "sandpit run: cannot make %s: %s\n", r->outdir,
+                tfile_strerror(rc));
+        return rc;
+    }
+    r->outdir_fd = rc;
+    return 0;
+}
+
+/* Writes the bytes to a fresh file in the output folder and moves it to
+ * cell-N-K.EXT, or, if that name is taken (by anything: a file, a link the
+ * cell planted), to cell-N-K-2.EXT and so on: nothing there is overwritten
+ * or followed. The name is in name. */
+static int write_image(struct run *r, const void *bytes, size_t len, const char *stem,
+                       const char *ext, char *name, size_t name_len)
+{
+    struct tfile_new t;
+    int rc = tfile_create(r->outdir_fd, "", 0644, &t);
+    for (size_t off = 0; !rc && off < len;) {
+        ssize_t w = write(t.fd, (const char *)bytes + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = w < 0 ? -errno : -EIO;
+        else
+            off += (size_t)w;
+    }
+    for (int i = 1; !rc && i <= 100; i++) {
+        if (i == 1)
+            snprintf(name, name_len, "%s.%s", stem, ext);
+        else
+            snprintf(name, name_len, "%s-%d.%s", stem, i, ext);
+        rc = tfile_commit(&t, name, 0);
+        if (rc != -EEXIST)
+            return rc;
+        rc = i < 100 ? 0 : -EEXIST;
+    }
+    tfile_abort(&t);
+    return rc;
+}
+
 /* The outcome's image sink: OUTDIR/cell-N-K.EXT, written whole or not at all. */
 static int save_image(void *arg, int execution_count, int index, const char *mime,
                       const char *b64, char *path, size_t len)
 {
     struct run *r = arg;
     int rc;
-    if (!r->outdir_made) {
-        if ((rc = fsutil_mkdir_p(r->outdir, 0755))) {
-            fprintf(stderr, "sandpit run: cannot make %s: %s\n", r->outdir,
-                    strerror(-rc));
-            return rc;
-        }
-        char real[PATH_MAX];
-        if (realpath(r->outdir, real))
-            snprintf(r->outdir, sizeof r->outdir, "%s", real);
-        r->outdir_made = true;
-    }
+    if (r->outdir_fd < 0 && (rc = open_outdir(r)))
+        return rc;
     unsigned char *data = NULL;
     size_t n = 0;
     bool text = strcmp(mime, "image/svg+xml") == 0; /* SVG comes as text */
@@ -237,25 +294,15 @@ static int save_image(void *arg, int execution_count, int index, const char *mim
         fprintf(stderr, "sandpit run: the kernel sent an image that is not base64\n");
         return rc;
     }
-    if (snprintf(path, len, "%s/cell-%d-%d.%s", r->outdir, execution_count, index,
-                 extension_of(mime)) >= (int)len) {
-        free(data);
-        return -ENAMETOOLONG;
-    }
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    const void *bytes = text ? (const void *)b64 : data;
-    size_t nbytes = text ? strlen(b64) : n;
-    rc = f && fwrite(bytes, 1, nbytes, f) == nbytes ? 0 : -EIO;
-    if (f && fclose(f) != 0)
-        rc = -EIO;
-    if (!rc && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc) {
-        unlink(tmp);
-        fprintf(stderr, "sandpit run: cannot write %s\n", path);
-    }
+    char stem[64], name[96];
+    snprintf(stem, sizeof stem, "cell-%d-%d", execution_count, index);
+    rc = write_image(r, text ? (const void *)b64 : data, text ? strlen(b64) : n, stem,
+                     extension_of(mime), name, sizeof name);
+    if (!rc && snprintf(path, len, "%s/%s", r->outdir, name) >= (int)len)
+        rc = -ENAMETOOLONG;
+    if (rc)
+        fprintf(stderr, "sandpit run: cannot write %s/%s: %s\n", r->outdir, stem,
+                tfile_strerror(rc));
     free(data);
     return rc;
 }
@@ -346,7 +393,7 @@ int run_main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     memset(&r, 0, sizeof r);
     r.args = &a;
-    r.sigfd = r.pidfd = -1;
+    r.sigfd = r.pidfd = r.outdir_fd = -1;
     launch_init(&k);
     if (outcome_init(&r.outcome)) {
         fprintf(stderr, "sandpit run: out of memory\n");
@@ -381,6 +428,7 @@ int run_main(int argc, char **argv)
     }
     if ((a.code || a.code_file || (!a.interrupt && !a.restart)) && !code)
         goto out;
+    r.workspace = in.workspace;
     if ((a.outdir ? snprintf(r.outdir, sizeof r.outdir, "%s", a.outdir)
                   : snprintf(r.outdir, sizeof r.outdir, "%.4000s/outputs",
                              in.workspace)) >= (int)sizeof r.outdir) {
@@ -480,6 +528,8 @@ out:
         client_close(&c);
     if (r.sigfd >= 0)
         close(r.sigfd);
+    if (r.outdir_fd >= 0)
+        close(r.outdir_fd);
     if (lock >= 0)
         close(lock);
     free(code);
