@@ -30,6 +30,7 @@
  * anyone else gets "unavailable" with the reason.
  */
 #include "sandbox/internal.h"
+#include "sandbox/tfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -268,16 +269,26 @@ static void check_network(struct sandbox_layer *net, const char *how)
 /* An empty file with no permission bits, in the private temporary folder, to
  * bind over hidden files: once the worker holds no capability, opening it fails
  * with EACCES ("Permission denied"), where /dev/null would read as empty and
- * leave the user guessing. Returns its path, or NULL to fall back on /dev/null. */
-static const char *cover_file(const struct sandbox_policy *p, char *buf, size_t len)
+ * leave the user guessing. The cell can write that folder (and leave a FIFO or
+ * a link at any name there for the next worker), so the file is made by tfile
+ * under a fresh random name with O_EXCL, never opening what is there. Returns
+ * its path, with *t holding it for removal, or NULL to fall back on /dev/null. */
+static const char *cover_file(const struct sandbox_policy *p, char *buf, size_t len,
+                              struct tfile_new *t)
 {
-    if (!p->tmpdir || snprintf(buf, len, "%s/.sandpit-hidden", p->tmpdir) >= (int)len)
+    t->fd = t->dirfd = -1;
+    if (!p->tmpdir)
         return NULL;
-    int fd = open(buf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0)
+    int root = tfile_open_root(p->tmpdir);
+    int rc = root < 0 ? root : tfile_create(root, "", 0, t);
+    if (root >= 0)
+        close(root);
+    if (rc < 0)
         return NULL;
-    fchmod(fd, 0);
-    close(fd);
+    if (snprintf(buf, len, "%s/%s", p->tmpdir, t->name) >= (int)len) {
+        tfile_abort(t);
+        return NULL;
+    }
     return buf;
 }
 
@@ -485,8 +496,9 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
     int hide_rc = 0;
     size_t hidden = 0;
     char cover_buf[PATH_MAX], hidden_list[SANDBOX_DETAIL_MAX] = "";
+    struct tfile_new cover_new = {.fd = -1, .dirfd = -1};
     const char *cover_with = p->hidden_paths && *p->hidden_paths
-                                 ? cover_file(p, cover_buf, sizeof cover_buf)
+                                 ? cover_file(p, cover_buf, sizeof cover_buf, &cover_new)
                                  : NULL;
     for (const char *const *h = p->hidden_paths; h && *h; h++) {
         struct stat st;
@@ -500,8 +512,7 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
             list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
         }
     }
-    if (cover_with)
-        unlink(cover_with);         /* the binds keep it; the user's folder does not */
+    tfile_abort(&cover_new);        /* the binds keep it; the user's folder does not */
     if (have_cwd && chdir(cwd) < 0) /* the old cwd may lie under a new bind */
         sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
 

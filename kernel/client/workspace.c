@@ -1,15 +1,13 @@
-/* workspace: confined paths, by the kernel's own resolution when it can.
+/* workspace: confined paths, through tfile.
  *
  * A check on the path's text alone (no "..", not absolute) is not enough: a
  * symbolic link inside the workspace can point anywhere, and it can be made
- * by the sandboxed code itself. So paths are resolved by openat2() with
- * RESOLVE_BENEATH, which fails with EXDEV whenever resolution would leave
- * the workspace (through "..", an absolute link, or a /proc magic link), at
- * the moment of opening, with no window between check and use. On kernels
- * without openat2 (before 5.6) the fallback resolves the path with realpath
- * and checks the prefix, then opens with O_NOFOLLOW: a narrower guarantee,
- * said here so nobody mistakes it for the same one. Listing never follows a
- * link: links are listed as links. */
+ * by the sandboxed code itself, as can a FIFO that would hang the server. So
+ * every path is opened by tfile beneath the workspace's descriptor: no link
+ * followed anywhere on it (nor a /proc magic link), O_NONBLOCK, and kept only
+ * if it is a regular file (or a folder, for a listing), with no window
+ * between check and use. Listing never follows a link: links are listed as
+ * links. */
 #include "kernel/client/workspace.h"
 
 #include <dirent.h>
@@ -26,6 +24,7 @@
 #include <unistd.h>
 
 #include "protocol/errbuf.h"
+#include "sandbox/tfile.h"
 
 int workspace_init(struct workspace *w, const char *root, const char *hidden)
 {
@@ -42,13 +41,6 @@ static bool is_hidden(const struct workspace *w, const char *path)
 {
     size_t n = strlen(w->hidden);
     return n && strncmp(path, w->hidden, n) == 0 && (path[n] == '/' || path[n] == 0);
-}
-
-static bool inside(const char *root, const char *path)
-{
-    size_t n = strlen(root);
-    return strncmp(path, root, n) == 0 &&
-           (path[n] == '/' || path[n] == 0 || (n == 1 && root[0] == '/'));
 }
 
 int workspace_open(const struct workspace *w, const char *rel, int directory, char *err,
@@ -72,50 +64,24 @@ int workspace_open(const struct workspace *w, const char *rel, int directory, ch
         while (*p == '/')
             p++;
     }
-    const char *path = *rel ? rel : ".";
-    int flags = O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
-    int root = open(w->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int root = tfile_open_root(w->root);
     if (root < 0)
-        return errbuf_set(-errno, err, errlen, "cannot open the workspace: %s",
-                          strerror(errno));
-    int fd = -1;
-#ifdef SYS_openat2
-    struct open_how how = {.flags = (unsigned long long)flags,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-    fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
-    if (fd < 0 && errno != ENOSYS) {
-        int e = errno;
-        close(root);
-        if (e == EXDEV || e == ELOOP)
-            return errbuf_set(-EXDEV, err, errlen,
-                              "\"%s\" leads outside the workspace (through a symbolic "
-                              "link)",
-                              rel);
-        return errbuf_set(-e, err, errlen, "cannot open \"%s\": %s", rel, strerror(e));
-    }
-#endif
-    if (fd < 0) {
-        char full[PATH_MAX * 2], real[PATH_MAX];
-        snprintf(full, sizeof full, "%s/%s", w->root, path);
-        if (!realpath(full, real)) {
-            int e = errno;
-            close(root);
-            return errbuf_set(-e, err, errlen, "cannot open \"%s\": %s", rel,
-                              strerror(e));
-        }
-        if (!inside(w->root, real)) {
-            close(root);
-            return errbuf_set(-EXDEV, err, errlen,
-                              "\"%s\" leads outside the workspace (through a symbolic "
-                              "link)",
-                              rel);
-        }
-        fd = open(real, flags | O_NOFOLLOW);
-    }
+        return errbuf_set(root, err, errlen, "cannot open the workspace: %s",
+                          strerror(-root));
+    int fd = directory ? tfile_open_dir(root, rel) : tfile_open(root, rel, O_RDONLY);
     close(root);
+    if (fd == -ELOOP || fd == -EXDEV)
+        return errbuf_set(-EXDEV, err, errlen,
+                          "\"%s\" is or passes through a symbolic link, which is not "
+                          "followed: it could lead outside the workspace",
+                          rel);
+    if (fd == -TFILE_EKIND)
+        return errbuf_set(directory ? -ENOTDIR : -EINVAL, err, errlen,
+                          "\"%s\" is not a %s (a FIFO, a socket or a device is never "
+                          "opened)",
+                          rel, directory ? "folder" : "regular file");
     if (fd < 0)
-        return errbuf_set(-errno, err, errlen, "cannot open \"%s\": %s", rel,
-                          strerror(errno));
+        return errbuf_set(fd, err, errlen, "cannot open \"%s\": %s", rel, strerror(-fd));
     char link[64], real[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, real, sizeof real - 1);
@@ -187,8 +153,7 @@ static void list_dir(const struct workspace *w, int fd, const char *prefix, json
         json_array_append_new(out, json_pack("{s:s, s:s, s:I}", "path", path, "type",
                                              type, "size", (json_int_t)st.st_size));
         if (S_ISDIR(st.st_mode) && depth < 32) {
-            int sub = openat(dirfd(d), names[i],
-                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int sub = tfile_open_dir(dirfd(d), names[i]);
             if (sub >= 0)
                 list_dir(w, sub, path, out, max, truncated, depth + 1);
         }
