@@ -66,6 +66,18 @@ int sandbox__caps_drop(struct sandbox_layer *l);
 int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer *l,
                             int *abi);
 
+/* private.c: what of the mount set-up lies in folders the worker can write.
+ * An empty file without permissions, made by tfile under a fresh name in
+ * p->tmpdir, to bind over hidden files; its path in buf and *t holding it
+ * (tfile_abort removes it once bound), or NULL to fall back on /dev/null. */
+struct tfile_new;
+const char *sandbox__cover_file(const struct sandbox_policy *p, char *buf, size_t len,
+                                struct tfile_new *t);
+/* Covers p->private_root with an empty read-only tmpfs, but for p->tmpdir (one
+ * of its folders), bound back in place. 0 (nothing to do included), or -errno
+ * with a note in mnt. */
+int sandbox__hide_private_root(const struct sandbox_policy *p, struct sandbox_layer *mnt);
+
 /* Checks that no p->hidden_paths can be read from here; notes any that can in l. When
  * can_hide (the mount namespace is in force), one that can is a failure (FAILED,
  * -EACCES); otherwise a gap that the note states. Run after every stage-1 layer. */

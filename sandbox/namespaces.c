@@ -266,32 +266,6 @@ static void check_network(struct sandbox_layer *net, const char *how)
         sandbox__layer_set(net, SANDBOX_ACTIVE, "empty: only a loopback, down%s", how);
 }
 
-/* An empty file with no permission bits, in the private temporary folder, to
- * bind over hidden files: once the worker holds no capability, opening it fails
- * with EACCES ("Permission denied"), where /dev/null would read as empty and
- * leave the user guessing. The cell can write that folder (and leave a FIFO or
- * a link at any name there for the next worker), so the file is made by tfile
- * under a fresh random name with O_EXCL, never opening what is there. Returns
- * its path, with *t holding it for removal, or NULL to fall back on /dev/null. */
-static const char *cover_file(const struct sandbox_policy *p, char *buf, size_t len,
-                              struct tfile_new *t)
-{
-    t->fd = t->dirfd = -1;
-    if (!p->tmpdir)
-        return NULL;
-    int root = tfile_open_root(p->tmpdir);
-    int rc = root < 0 ? root : tfile_create(root, "", 0, t);
-    if (root >= 0)
-        close(root);
-    if (rc < 0)
-        return NULL;
-    if (snprintf(buf, len, "%s/%s", p->tmpdir, t->name) >= (int)len) {
-        tfile_abort(t);
-        return NULL;
-    }
-    return buf;
-}
-
 /* Covers one hidden path; returns 0, or -errno with a note in mnt. */
 static int cover(const char *path, struct sandbox_layer *mnt, bool can_setattr,
                  const char *cover_with)
@@ -497,9 +471,10 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
     size_t hidden = 0;
     char cover_buf[PATH_MAX], hidden_list[SANDBOX_DETAIL_MAX] = "";
     struct tfile_new cover_new = {.fd = -1, .dirfd = -1};
-    const char *cover_with = p->hidden_paths && *p->hidden_paths
-                                 ? cover_file(p, cover_buf, sizeof cover_buf, &cover_new)
-                                 : NULL;
+    const char *cover_with =
+        p->hidden_paths && *p->hidden_paths
+            ? sandbox__cover_file(p, cover_buf, sizeof cover_buf, &cover_new)
+            : NULL;
     for (const char *const *h = p->hidden_paths; h && *h; h++) {
         struct stat st;
         if (stat(*h, &st) < 0)
@@ -512,7 +487,10 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
             list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
         }
     }
-    tfile_abort(&cover_new);        /* the binds keep it; the user's folder does not */
+    tfile_abort(&cover_new); /* the binds keep it; the user's folder does not */
+    int priv = sandbox__hide_private_root(p, mnt);
+    if (priv < 0 && hide_rc == 0)
+        hide_rc = priv;
     if (have_cwd && chdir(cwd) < 0) /* the old cwd may lie under a new bind */
         sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
 

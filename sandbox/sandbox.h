@@ -22,10 +22,12 @@
 /* What the worker may do. Paths are absolute; lists are NULL-terminated and may be NULL.
  */
 struct sandbox_policy {
-    bool enabled;          /* --sandbox off: apply nothing, every layer "disabled" */
-    bool network;          /* --network on: TCP/UDP over IPv4/IPv6, host network */
-    const char *workspace; /* read-write; may be NULL */
-    const char *tmpdir;    /* private temporary folder, read-write; may be NULL */
+    bool enabled;             /* --sandbox off: apply nothing, every layer "disabled" */
+    bool network;             /* --network on: TCP/UDP over IPv4/IPv6, host network */
+    const char *workspace;    /* read-write; may be NULL */
+    const char *tmpdir;       /* private temporary folder, read-write; may be NULL */
+    const char *private_root; /* the user's folder of every kernel's private folders,
+                               * tmpdir's parent: hidden but for tmpdir; may be NULL */
     const char *const *ro_paths; /* extra read-only paths (a venv, ~/.local/lib/...) */
     const char *const *rw_paths; /* extra read-write paths */
     const char *const *hidden_paths; /* files or folders that must stay unreadable even

@@ -56,8 +56,8 @@ const char *tfile_strerror(int rc)
     case EXDEV:
         return "the path leads out of its folder";
     case TFILE_EKIND:
-        return "not a regular file or folder of the kind expected (a FIFO, a socket, a "
-               "device, or a folder where a file was asked)";
+        return "not a regular file or folder (a FIFO, a socket or a device is never "
+               "used)";
     default:
         return strerror(-rc);
     }
@@ -174,7 +174,9 @@ static int keep_if(int fd, mode_t type)
     }
     if ((st.st_mode & S_IFMT) != type) {
         close(fd);
-        return -TFILE_EKIND;
+        if (S_ISDIR(st.st_mode))
+            return -EISDIR;
+        return type == S_IFDIR && S_ISREG(st.st_mode) ? -ENOTDIR : -TFILE_EKIND;
     }
     return fd;
 }
@@ -190,17 +192,14 @@ int tfile_open(int dirfd, const char *path, int flags)
     if (flags & (O_CREAT | O_DIRECTORY | O_PATH | O_TMPFILE))
         return -EINVAL;
     int fd = open_beneath(dirfd, path, flags, 0);
-    if (fd == -ENXIO || fd == -EISDIR)
-        return -TFILE_EKIND; /* a FIFO with no reader; a folder asked for writing */
+    if (fd == -ENXIO)
+        return -TFILE_EKIND; /* a FIFO with no reader */
     return keep_if(fd, S_IFREG);
 }
 
 int tfile_open_dir(int dirfd, const char *path)
 {
-    int fd = open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0);
-    if (fd == -ENOTDIR)
-        fd = -TFILE_EKIND;
-    return keep_if(fd, S_IFDIR);
+    return keep_if(open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0), S_IFDIR);
 }
 
 /* Splits path into its folder (in dir, "" for none) and its last component

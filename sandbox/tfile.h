@@ -30,11 +30,13 @@
 #define TFILE_MAX_DEPTH 32
 
 /* The errors that mean "the path was refused", beyond the usual ones:
- *   -ELOOP   a symbolic link (or a /proc magic link) lies on the path
- *   -EXDEV   the path leads out of the folder (an absolute path, `..`)
- *   -EINVAL  an empty path, or a component that is too long
- *   -TFILE_EKIND  what is there is not the kind asked for: a FIFO, a socket, a device,
- *            a folder where a file was asked, a file where a folder was asked
+ *   -ELOOP        a symbolic link (or a /proc magic link) lies on the path
+ *   -EXDEV        the path leads out of the folder (an absolute path, `..`)
+ *   -EISDIR       a folder where a file was asked
+ *   -ENOTDIR      a file where a folder was asked (at the end or on the way)
+ *   -TFILE_EKIND  neither a regular file nor a folder: a FIFO, a socket, a
+ *                 device (opened O_NONBLOCK, looked at, closed)
+ *   -EINVAL       an empty name, or flags this module does not take
  * tfile_strerror() says each in words. */
 #define TFILE_EKIND EMEDIUMTYPE
 

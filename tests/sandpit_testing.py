@@ -24,6 +24,13 @@ ASAN = os.path.exists(SANDPIT) and "AddressSanitizer" in subprocess.run(
 TIMEOUT = 30
 
 
+def private_base(tmpdir=None):
+    """The user's folder of kernels' private folders (kernel/supervisor/tmpdir.h):
+    TMPDIR's (or /tmp's) sandpit-user-<uid>."""
+    tmp = tmpdir or os.environ.get("TMPDIR", "")
+    return os.path.join(tmp if tmp.startswith("/") else "/tmp", "sandpit-user-%d" % os.getuid())
+
+
 def install_spec(jupyter_dir, *args, name=None):
     """Installs another kernelspec (with kernel options in args); returns its name."""
     name = name or "sandpit-test-" + uuid.uuid4().hex[:8]

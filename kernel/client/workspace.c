@@ -75,11 +75,13 @@ int workspace_open(const struct workspace *w, const char *rel, int directory, ch
                           "\"%s\" is or passes through a symbolic link, which is not "
                           "followed: it could lead outside the workspace",
                           rel);
-    if (fd == -TFILE_EKIND)
-        return errbuf_set(directory ? -ENOTDIR : -EINVAL, err, errlen,
-                          "\"%s\" is not a %s (a FIFO, a socket or a device is never "
-                          "opened)",
-                          rel, directory ? "folder" : "regular file");
+    if (fd == -TFILE_EKIND || fd == -EISDIR || fd == -ENOTDIR)
+        return errbuf_set(fd == -TFILE_EKIND ? -EINVAL : fd, err, errlen,
+                          "\"%s\" is not a %s%s", rel,
+                          directory ? "folder" : "regular file",
+                          fd == -TFILE_EKIND ? " (a FIFO, a socket or a device is never "
+                                               "opened)"
+                                             : "");
     if (fd < 0)
         return errbuf_set(fd, err, errlen, "cannot open \"%s\": %s", rel, strerror(-fd));
     char link[64], real[PATH_MAX];

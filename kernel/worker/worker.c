@@ -302,6 +302,15 @@ int worker_main(int argc, char **argv)
     policy.network = o.network;
     policy.workspace = o.workspace;
     policy.tmpdir = o.tmpdir;
+    /* The user's folder of private folders, which the supervisor made the
+     * temporary folder in (tmpdir.h): hidden but for that folder. */
+    char private_root[PATH_MAX];
+    const char *slash = strrchr(o.tmpdir, '/');
+    if (slash && slash > o.tmpdir &&
+        snprintf(private_root, sizeof private_root, "%.*s", (int)(slash - o.tmpdir),
+                 o.tmpdir) < (int)sizeof private_root &&
+        strncmp(strrchr(private_root, '/') + 1, "sandpit-user-", 13) == 0)
+        policy.private_root = private_root;
     char **ro_paths = read_only_paths(&o);
     if (!ro_paths) {
         log_error("out of memory building the sandbox policy");

@@ -45,7 +45,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from jupyter_client import BlockingKernelClient
 
-from sandpit_testing import SANDPIT, Kernel
+from sandpit_testing import SANDPIT, Kernel, private_base
 
 LIMIT = 30
 DISTRIBUTED = "enterprise_gateway.services.processproxies.distributed.DistributedProcessProxy"
@@ -234,10 +234,9 @@ def log_of(r):
 
 def connection_file_of(r):
     """The folder of the kernel's own that holds its connection file, and the
-    file: TMPDIR/sandpit-<pid>-gateway-XXXXXX/kernel-<kernel id>.json."""
-    tmp = os.environ.get("TMPDIR", "")
-    folders = glob.glob(os.path.join(tmp if tmp.startswith("/") else "/tmp",
-                                     "sandpit-%d-gateway-*" % r.proc.pid))
+    file: TMPDIR/sandpit-user-<uid>/sandpit-<pid>-gateway-XXXXXXXX/kernel-<kernel
+    id>.json."""
+    folders = glob.glob(os.path.join(private_base(), "sandpit-%d-gateway-*" % r.proc.pid))
     assert len(folders) == 1, folders
     path = os.path.join(folders[0], "kernel-%s.json" % r.kernel_id)
     assert "the connection file is %s" % path in log_of(r)
@@ -359,7 +358,7 @@ def test_an_unreachable_response_address_is_a_clear_error(jupyter_dir, tmp_path)
     assert rc != 0
     assert "cannot reach the gateway's response address %s" % gw.response_address in err
     assert "Connection refused" in err
-    assert os.listdir(tmp) == [], "the connection file and its folder are removed"
+    assert os.listdir(private_base(str(tmp))) == [], "the connection file and its folder are removed"
 
 
 @pytest.mark.parametrize("key, why", [

@@ -10,7 +10,7 @@ import time
 import pytest
 from jupyter_client.session import Session
 
-from sandpit_testing import install_spec, raw_socket, start, stop, stdout_of
+from sandpit_testing import install_spec, private_base, raw_socket, start, stop, stdout_of
 
 
 def test_interrupt_keeps_globals(fresh_kernel):
@@ -262,7 +262,7 @@ def test_shutdown_exits_cleanly(jupyter_dir, tmp_path):
     k = start("sandpit", cwd=str(tmp_path))
     pid = k.km.provisioner.process.pid
     k.run("open('made-by-cell.txt', 'w').write('x')")
-    mine = glob.glob("/tmp/sandpit-%d-*" % pid)
+    mine = glob.glob(os.path.join(private_base(), "sandpit-%d-*" % pid))
     assert len(mine) == 1  # the kernel's private temporary folder
     k.kc.shutdown()
     deadline = time.monotonic() + 10
@@ -372,8 +372,10 @@ def test_folders_left_by_killed_kernels_are_removed(jupyter_dir, tmp_path):
     import sys
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = "/tmp/sandpit-%d-test%s" % (dead.pid, os.urandom(3).hex())
-    alive = "/tmp/sandpit-%d-test%s" % (os.getpid(), os.urandom(3).hex())
+    base = private_base()
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    stale = os.path.join(base, "sandpit-%d-test%s" % (dead.pid, os.urandom(3).hex()))
+    alive = os.path.join(base, "sandpit-%d-test%s" % (os.getpid(), os.urandom(3).hex()))
     for d in (stale, alive):
         os.makedirs(os.path.join(d, "matplotlib"))
     try:

@@ -390,15 +390,17 @@ static void test_ports_are_picked_in_the_range_and_the_file_is_private(void)
     CHECK(connect(c, (struct sockaddr *)&to, sizeof to) == 0);
     close(c);
 
-    /* TMPDIR/sandpit-<pid>-gateway-XXXXXX/kernel-<id>.json: a folder of its own,
-     * named for the pid so that a later kernel reaps it if this one is killed. */
+    /* TMPDIR/sandpit-user-<uid>/sandpit-<pid>-gateway-XXXXXXXX/kernel-<id>.json: a
+     * folder of its own in the user's folder of private folders, named for the pid
+     * so that a later kernel reaps it if this one is killed. */
     struct stat st;
     REQUIRE(stat(g.connection_file, &st) == 0);
     CHECK_INT(st.st_mode & 0777, 0600);
     char prefix[PATH_MAX], expected[PATH_MAX];
-    snprintf(prefix, sizeof prefix, "%s/sandpit-%d-gateway-", tmp, (int)getpid());
+    snprintf(prefix, sizeof prefix, "%s/sandpit-user-%u/sandpit-%d-gateway-", tmp,
+             (unsigned)getuid(), (int)getpid());
     CHECK(strncmp(g.private_dir, prefix, strlen(prefix)) == 0);
-    CHECK_INT(strlen(g.private_dir), strlen(prefix) + 6);
+    CHECK_INT(strlen(g.private_dir), strlen(prefix) + 8);
     snprintf(expected, sizeof expected, "%s/kernel-0b5e6f3c-kernel.json", g.private_dir);
     CHECK_STR(g.connection_file, expected);
     struct stat dst;
