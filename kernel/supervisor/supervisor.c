@@ -305,7 +305,7 @@ static int prepare_folders(struct supervisor *s)
         log_error("cannot make a private temporary folder: %s", strerror(-rc));
         return rc;
     }
-    font_cache_in(s->tmpdir);
+    font_cache_in(s->tmpdir, opts->workspace);
     free(opts->tmpdir);
     if (!(opts->tmpdir = strdup(s->tmpdir)))
         return -ENOMEM;
@@ -482,7 +482,7 @@ static void supervisor_release(struct supervisor *s)
     if (s->sigfd >= 0)
         close(s->sigfd);
     if (s->tmpdir) {
-        font_cache_out(s->tmpdir);
+        font_cache_out(s->tmpdir, s->opts->workspace);
         tmpdir_remove(s->tmpdir);
     }
     free(s->tmpdir);
