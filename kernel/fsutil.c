@@ -5,8 +5,8 @@
  * last folder decides the result; when it fails for want of a parent, the
  * error that kept the parent from being made is the one reported. */
 #include "kernel/fsutil.h"
+#include "sandbox/tfile.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -40,24 +40,7 @@ int fsutil_mkdir_p(const char *path, mode_t mode)
 
 void fsutil_remove_tree(const char *path)
 {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char sub[PATH_MAX];
-            if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
-                continue;
-            struct stat st;
-            if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-                fsutil_remove_tree(sub);
-            else
-                unlink(sub);
-        }
-        closedir(d);
-    }
-    rmdir(path);
+    tfile_remove_path(path);
 }
 
 int fsutil_jupyter_data_dir(char *out, size_t len)

@@ -14,8 +14,8 @@
 int fsutil_mkdir_p(const char *path, mode_t mode);
 
 /* rm -rf of a tree the kernel made, never following a symbolic link out of it
- * (the sandboxed code can put links in it). Errors are ignored: what cannot
- * be removed stays. */
+ * (the sandboxed code can put links in it): tfile_remove_path, on descriptors.
+ * Errors are ignored: what cannot be removed stays. */
 void fsutil_remove_tree(const char *path);
 
 /* The user's Jupyter data folder, as jupyter_core finds it: JUPYTER_DATA_DIR,

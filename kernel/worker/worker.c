@@ -26,7 +26,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "kernel/fsutil.h"
 #include "kernel/link/frames.h"
 #include "kernel/link/spawn.h"
 #include "kernel/log.h"
@@ -41,6 +40,7 @@
 #include "kernel/worker/uplink.h"
 #include "sandbox/home.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/tfile.h"
 
 /* The folders the interpreter reads: its prefix and where packages live. */
 static const char *const python_ro_paths[] = {
@@ -64,16 +64,23 @@ static void free_paths(char **v)
  * to v[max - 1]; false when out of memory. */
 static bool pth_paths(const char *site, char **v, size_t *n, size_t max)
 {
-    DIR *d = site ? opendir(site) : NULL;
+    /* A venv in the workspace is the code's to write: a .pth there may be a FIFO
+     * or a link, which tfile neither opens for long nor follows. */
+    int dfd = site ? tfile_open_root(site) : -1;
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d && dfd >= 0)
+        close(dfd);
     struct dirent *e;
     bool ok = true;
     while (d && ok && *n < max && (e = readdir(d))) {
         size_t len = strlen(e->d_name);
         char path[PATH_MAX], line[PATH_MAX], real[PATH_MAX];
         FILE *f = NULL;
-        if (len > 4 && strcmp(e->d_name + len - 4, ".pth") == 0 &&
-            snprintf(path, sizeof path, "%s/%s", site, e->d_name) < (int)sizeof path)
-            f = fopen(path, "r");
+        int fd = len > 4 && strcmp(e->d_name + len - 4, ".pth") == 0
+                     ? tfile_open(dirfd(d), e->d_name, O_RDONLY)
+                     : -1;
+        if (fd >= 0 && !(f = fdopen(fd, "r")))
+            close(fd);
         while (f && ok && *n < max && fgets(line, sizeof line, f)) {
             line[strcspn(line, "\r\n")] = 0;
             if (!line[0] || line[0] == '#' || strncmp(line, "import", 6) == 0)
@@ -161,7 +168,12 @@ static void set_environment(const struct options *o)
     setenv("XDG_CACHE_HOME", o->tmpdir, 1);
     /* matplotlib writes its font cache here; the inline backend is ours. */
     snprintf(path, sizeof path, "%s/matplotlib", o->tmpdir);
-    fsutil_mkdir_p(path, 0700);
+    int tmp = tfile_open_root(o->tmpdir); /* an earlier cell may have left a link */
+    int mpl = tmp < 0 ? tmp : tfile_mkdir(tmp, "matplotlib", 0700);
+    if (mpl >= 0)
+        close(mpl);
+    if (tmp >= 0)
+        close(tmp);
     setenv("MPLCONFIGDIR", path, 1);
     setenv("MPLBACKEND", "module://sandpit.mpl_backend", 1);
     setenv("PYTHONDONTWRITEBYTECODE", "1", 1);

@@ -80,3 +80,28 @@ def test_workspace_read_of_a_fifo_is_refused_and_the_server_goes_on(jupyter_dir,
     assert "results.csv  (other)" in text_of(by_id[5]["result"]), by_id[5]
     assert by_id[6]["result"]["isError"] and "symbolic link" in text_of(by_id[6]["result"])
     assert text_of(by_id[7]["result"]) == "after\n"
+
+
+def test_a_fifo_pth_in_a_venv_in_the_workspace_does_not_hang_the_next_worker(
+        jupyter_dir, tmp_path):
+    """The worker reads a --venv's .pth files before it confines itself; a venv in
+    the workspace is the code's to write (unless it is made read-only), so a FIFO
+    there must not hang every later worker."""
+    import sysconfig
+    import venv
+    from sandpit_testing import install_spec
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(str(env_dir))
+    site = env_dir / "lib" / ("python" + sysconfig.get_python_version()) / "site-packages"
+    name = install_spec(jupyter_dir, "--venv", str(env_dir))
+    k = start(name, cwd=str(tmp_path))
+    try:
+        reply, _ = k.execute(f"import os\ntry:\n    os.mkfifo({str(site / 'evil.pth')!r})\n"
+                             "except OSError:\n    print('read-only')\nelse:\n"
+                             "    os._exit(1)", timeout=60)
+        if reply["content"]["status"] == "ok":
+            return  # the venv is read-only to the code: nothing to plant
+        assert reply["content"]["ename"] == "WorkerDied", reply["content"]
+        assert k.run("print('alive')", timeout=60) == "alive\n"
+    finally:
+        stop(k)
