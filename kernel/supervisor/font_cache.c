@@ -181,19 +181,21 @@ static void copy_lists(int from, int to, bool only_new)
         return;
     }
     struct dirent *e;
-    int copied = 0;
-    while ((e = readdir(d)) && copied < FONT_CACHE_FILES) {
+    int tried = 0; /* every candidate counts: reading and parsing each costs time */
+    while ((e = readdir(d)) && tried < FONT_CACHE_FILES) {
         struct stat st;
         if (!font_cache_name(e->d_name) ||
             (only_new && fstatat(to, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0))
             continue;
+        tried++;
         char *text = NULL;
         size_t len = 0;
-        if (tfile_read(from, e->d_name, FONT_CACHE_MAX, &text, &len) == 0 &&
-            font_cache_valid(text, len) &&
-            tfile_write(to, e->d_name, text, len, 0600, TFILE_REPLACE) == 0)
-            copied++;
+        bool failed = tfile_read(from, e->d_name, FONT_CACHE_MAX, &text, &len) == 0 &&
+                      font_cache_valid(text, len) &&
+                      tfile_write(to, e->d_name, text, len, 0600, TFILE_REPLACE) < 0;
         free(text);
+        if (failed)
+            break; /* the cache cannot be written: no use trying the others */
     }
     closedir(d);
 }
