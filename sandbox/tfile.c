@@ -404,6 +404,38 @@ int tfile_write(int dirfd, const char *path, const void *buf, size_t len, mode_t
     return rc;
 }
 
+/* Opens the folder name in parent for listing. A folder of ours without read,
+ * write or search permission (a cell can chmod 000 one) is given them back
+ * first, through a descriptor of that very folder (O_PATH, then chmod of its
+ * /proc/self/fd link, which names the inode held, never a path a cell can
+ * change): otherwise it and all below it would outlive the removal. */
+static int open_to_empty(int parent, const char *name)
+{
+    int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    int fd = openat(parent, name, flags);
+    if (fd < 0 && errno != EACCES)
+        return errno == ENOTDIR ? -ELOOP : -errno;
+    if (fd < 0) {
+        int p = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        char proc[64];
+        if (p < 0)
+            return -errno;
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", p);
+        if (fstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+            chmod(proc, 0700) == 0)
+            fd = openat(p, ".", flags);
+        int err = fd < 0 ? -EACCES : 0;
+        close(p);
+        if (err)
+            return err;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 0700) != 0700)
+        fchmod(fd, 0700); /* writable, so that its entries can go */
+    return fd;
+}
+
 /* Empties the folder fd (owned: closed here), depth levels below the top. */
 static int empty_dir(int fd, int depth, long *budget)
 {
@@ -423,13 +455,8 @@ static int empty_dir(int fd, int depth, long *budget)
             continue;
         int err = errno;
         if (err == EISDIR || err == EPERM) { /* a folder (EPERM: POSIX's answer) */
-            int sub =
-                depth < TFILE_MAX_DEPTH
-                    ? openat(dirfd(d), n,
-                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-                    : -1;
-            int sub_rc = sub < 0 ? (depth < TFILE_MAX_DEPTH ? -errno : -ELOOP)
-                                 : empty_dir(sub, depth + 1, budget);
+            int sub = depth < TFILE_MAX_DEPTH ? open_to_empty(dirfd(d), n) : -ELOOP;
+            int sub_rc = sub < 0 ? sub : empty_dir(sub, depth + 1, budget);
             if (!sub_rc && unlinkat(dirfd(d), n, AT_REMOVEDIR) < 0)
                 sub_rc = -errno;
             if (sub_rc && !rc)
@@ -450,10 +477,9 @@ int tfile_remove_tree(int dirfd, const char *name)
         return 0; /* a file, a link, a FIFO: the entry itself goes */
     if (errno != EISDIR && errno != EPERM)
         return -errno;
-    int fd =
-        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = open_to_empty(dirfd, name);
     if (fd < 0)
-        return errno == ENOTDIR ? -ELOOP : -errno;
+        return fd;
     long budget = TFILE_MAX_ENTRIES;
     int rc = empty_dir(fd, 1, &budget);
     /* rmdir removes only an empty folder: if the name now holds another (swapped in),
