@@ -26,6 +26,9 @@
 #include "protocol/errbuf.h"
 #include "sandbox/tfile.h"
 
+/* Names read from one folder, at most, before they are sorted and listed. */
+#define WORKSPACE_DIR_NAMES_MAX 65536
+
 int workspace_init(struct workspace *w, const char *root, const char *hidden)
 {
     memset(w, 0, sizeof *w);
@@ -121,6 +124,10 @@ static void list_dir(const struct workspace *w, int fd, const char *prefix, json
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
+        if (n >= WORKSPACE_DIR_NAMES_MAX) {
+            *truncated = 1; /* the code can make millions: the server keeps a bound */
+            break;
+        }
         if (n == cap) {
             char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof *nn);
             if (!nn)

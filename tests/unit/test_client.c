@@ -404,6 +404,30 @@ static void test_workspace_read_is_confined(void)
     CHECK(data == NULL);
 }
 
+/* The names of one folder are read up to a bound, whatever the code made
+ * there: a listing of a folder of 70,000 files says it is truncated even when
+ * the caller asks for more. */
+static void test_workspace_list_bounds_a_huge_folder(void)
+{
+    char root[] = "/tmp/sandpit-test-XXXXXX", path[PATH_MAX], err[512];
+    REQUIRE(mkdtemp(root) != NULL);
+    testing_remove_after(root);
+    for (int i = 0; i < 70000; i++) {
+        snprintf(path, sizeof path, "%s/f%d", root, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        REQUIRE(fd >= 0);
+        close(fd);
+    }
+    struct workspace w;
+    REQUIRE(workspace_init(&w, root, NULL) == 0);
+    int truncated = 0;
+    json_t *list = workspace_list(&w, "", 1u << 20, &truncated, err, sizeof err);
+    REQUIRE(list != NULL);
+    CHECK(truncated);
+    CHECK(json_array_size(list) <= 65536);
+    json_decref(list);
+}
+
 static void test_workspace_list_never_follows_links(void)
 {
     char root[PATH_MAX], runtime[PATH_MAX], err[512];
@@ -581,6 +605,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE_TIMEOUT(test_jsonrpc_line_without_end_is_dropped, 30),
     TESTING_CASE(test_workspace_read_is_confined),
     TESTING_CASE(test_workspace_list_never_follows_links),
+    TESTING_CASE_TIMEOUT(test_workspace_list_bounds_a_huge_folder, 60),
     TESTING_CASE(test_runtime_dir_as_jupyter_core_finds_it),
     TESTING_CASE(test_instance_files_follow_the_real_path),
     TESTING_CASE(test_alive_means_the_same_process),
