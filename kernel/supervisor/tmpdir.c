@@ -122,8 +122,24 @@ static int make_named(int base, const char *base_path, const char *infix, char *
     return -EEXIST;
 }
 
+/* Makes the other folders a kernel of this user could keep its private
+ * folders in (one started with another TMPDIR), so that every worker covers
+ * them: otherwise a cell whose workspace holds /tmp could make one first and
+ * read what a later kernel keeps there. */
+static void make_other_bases(void)
+{
+    const char *parents[] = {"/tmp", getenv("XDG_RUNTIME_DIR")};
+    for (size_t i = 0; i < sizeof parents / sizeof *parents; i++) {
+        char path[PATH_MAX];
+        int fd = parents[i] ? open_base_in(parents[i], path, sizeof path) : -1;
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
 int tmpdir_make(char **out)
 {
+    make_other_bases();
     char base_path[PATH_MAX];
     int base = tmpdir_base(base_path, sizeof base_path);
     if (base < 0) {

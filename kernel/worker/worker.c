@@ -340,7 +340,7 @@ int worker_main(int argc, char **argv)
     size_t n_hidden = 0;
     while (masks.hidden && masks.hidden[n_hidden])
         n_hidden++;
-    const char **hidden = calloc(n_hidden + 2, sizeof *hidden);
+    const char **hidden = calloc(n_hidden + 4, sizeof *hidden);
     if (!hidden) {
         log_error("out of memory building the sandbox policy");
         return 3;
@@ -350,6 +350,21 @@ int worker_main(int argc, char **argv)
         hidden[k++] = o.hide;
     for (size_t i = 0; i < n_hidden; i++)
         hidden[k++] = masks.hidden[i];
+    /* The other places a kernel of this user keeps its private folders (one
+     * started with another TMPDIR), which the supervisor makes before any
+     * worker starts, so that no cell can make one first: covered too. */
+    char other_roots[2][PATH_MAX];
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n_other = 0;
+    snprintf(other_roots[n_other++], PATH_MAX, "/tmp/sandpit-user-%u",
+             (unsigned)getuid());
+    if (xdg && *xdg == '/' &&
+        snprintf(other_roots[n_other], PATH_MAX, "%s/sandpit-user-%u", xdg,
+                 (unsigned)getuid()) < PATH_MAX)
+        n_other++;
+    for (int i = 0; i < n_other; i++)
+        if (!policy.private_root || strcmp(other_roots[i], policy.private_root) != 0)
+            hidden[k++] = other_roots[i];
     policy.hidden_paths = hidden;
     policy.readonly_paths = (const char *const *)masks.readonly;
     policy.home_dirs = (const char *const *)masks.homes;

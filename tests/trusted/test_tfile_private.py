@@ -129,3 +129,27 @@ def test_a_swap_race_does_not_reach_outside(jupyter_dir, tmp_path, tmp_env):
             os.kill(child, 9)
             os.waitpid(child, 0)
     assert sorted(os.listdir(outside)) == sorted(names)
+
+
+def test_a_kernel_with_another_tmpdir_cannot_read_tmps_private_folders(jupyter_dir, tmp_path):
+    """A kernel started with its own TMPDIR, whose workspace is /tmp, where the
+    other kernels keep theirs: /tmp/sandpit-user-<uid> is covered in its worker
+    too (the supervisor makes it first, so that no cell can)."""
+    env = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    other = start("sandpit", cwd=str(tmp_path), env=env)
+    try:
+        theirs = other.run("import os\nd = os.environ['TMPDIR']\n"
+                           "open(d + '/secret', 'w').write('their key')\nprint(d)").strip()
+        assert theirs.startswith(private_base("/tmp") + "/")
+        t = tmp_path / "t"
+        t.mkdir()
+        k = start("sandpit", cwd="/tmp", env=dict(env, TMPDIR=str(t)))
+        try:
+            reply, _ = k.execute(f"open({theirs + '/secret'!r}).read()")
+            c = reply["content"]
+            assert c["status"] == "error", c
+            assert c["ename"] in ("FileNotFoundError", "PermissionError"), c
+        finally:
+            stop(k)
+    finally:
+        stop(other)
