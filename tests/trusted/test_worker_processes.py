@@ -225,3 +225,29 @@ def test_without_a_cgroup(jupyter_dir, tmp_path):
         if k.km.is_alive():
             stop(k)
         assert_gone(escapees(ws))
+
+
+def test_after_the_kernel_was_killed(jupyter_dir, tmp_path):
+    """A kernel killed outright (SIGKILL: nothing of it runs again) leaves its
+    worker's group behind, with what the preloads forked; the next kernel removes
+    stale groups, and ends their processes first."""
+    name, ws, env, _ = spec(jupyter_dir, tmp_path)
+    k = start(name, cwd=str(ws), env=env)
+    try:
+        if cgroup_state(k) != "active":
+            pytest.skip("no cgroup on this machine: nothing is left to the next kernel")
+        found = wait_for_escapees(ws, 2)
+        os.kill(k.km.provisioner.process.pid, 9)
+        k.km.provisioner.process.wait(timeout=TIMEOUT)
+        assert all(alive(pid, start) for _, pid, start in found)
+    finally:
+        k.kc.stop_channels()
+        k.km.cleanup_resources()
+    other = tmp_path / "other"
+    other.mkdir()
+    k = start("sandpit", cwd=str(other))
+    try:
+        assert k.run("print(3)") == "3\n"
+        assert_gone(found)
+    finally:
+        stop(k)
