@@ -46,8 +46,8 @@ class _msghdr(ctypes.Structure):
 _out = {}
 _targets = %(targets)r
 _bound = %(bound)r
-for _kind, _type in (("dgram", 2), ("seqpacket", 5), ("raw", 3), ("dgram-cloexec", 2 | 0o2000000),
-                     ("dgram-nonblock", 2 | 0o4000)):
+for _kind, _type in (("dgram", 2), ("seqpacket", 5), ("raw", 3),
+                     ("dgram-cloexec", 2 | 0o2000000), ("dgram-nonblock", 2 | 0o4000)):
     _sv = (ctypes.c_int * 2)(-1, -1)
     _out["socketpair-" + _kind] = _call("socketpair", 1, _type, 0, _sv)
     for _t in _targets:
@@ -66,7 +66,8 @@ _sv = (ctypes.c_int * 2)(-1, -1)
 _out["socketpair-stream"] = _call("socketpair", 1, 1 | 0o2000000 | 0o4000, 0, _sv)
 for _i, _t in enumerate(_targets):
     _a = _addr(_t)
-    _out["sendto-%%d" %% _i] = _call("sendto", _sv[0], b"stream-sendto", 13, 0, _a, len(_a))
+    _out["sendto-%%d" %% _i] = _call("sendto", _sv[0], b"stream-sendto", 13, 0, _a,
+                                     len(_a))
     _buf = ctypes.create_string_buffer(b"stream-sendmsg")
     _v = _iov(ctypes.cast(_buf, ctypes.c_void_p), 14)
     _m = _msghdr(ctypes.cast(_a, ctypes.c_void_p), len(_a), ctypes.pointer(_v), 1,
