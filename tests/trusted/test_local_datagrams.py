@@ -95,6 +95,27 @@ _out["link-unspec"] = _call("connect", 3, _unspec, 16)
 print(json.dumps(_out))
 """
 
+INET_ATTACK = r"""
+import ctypes, json
+_libc = ctypes.CDLL(None, use_errno=True)
+_out = {}
+for _family in (2, 10):
+    for _kind in (1, 2):
+        for _i, _t in enumerate(%(targets)r):
+            _a = ctypes.create_string_buffer(b"\x01\x00" + _t.encode() + b"\x00")
+            _s = _libc.socket(_family, _kind, 0)
+            _unspec = ctypes.create_string_buffer(16)
+            _libc.connect(_s, _unspec, 16)
+            ctypes.set_errno(0)
+            _r = _libc.sendto(_s, b"inet", 4, 0, _a, len(_a))
+            _out["sendto-%%d-%%d-%%d" %% (_family, _kind, _i)] = [_r, ctypes.get_errno()]
+            ctypes.set_errno(0)
+            _r = _libc.connect(_s, _a, len(_a))
+            _out["connect-%%d-%%d-%%d" %% (_family, _kind, _i)] = [_r, ctypes.get_errno()]
+            _libc.close(_s)
+print(json.dumps(_out))
+"""
+
 ASYNCIO = """
 import asyncio, socket
 a, b = socket.socketpair()
@@ -209,6 +230,11 @@ def test_network_on_no_local_datagrams(jupyter_dir, tmp_path, host):
             assert out["sendto-%d" % i] == [-1, EISCONN], out
             assert out["sendmsg-%d" % i] == [-1, EISCONN], out
             assert out["connect-%d" % i][0] == -1, out
+        # an IP socket given a local address reaches nothing either
+        inet = k.run(INET_ATTACK % {"targets": [str(folder / "dgram.sock"),
+                                                str(folder / "seqpacket.sock")]})
+        assert received(dgram, seq) == []
+        assert all(r[0] == -1 for r in json.loads(inet).values()), inet
         # TCP and UDP only, as the report says: not UDP-Lite, SCTP or MPTCP
         for kind, proto in ((2, 136), (1, 132), (1, 262)):
             for family in (2, 10):
