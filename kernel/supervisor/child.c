@@ -708,6 +708,14 @@ void child_stop_spare(struct child *c)
     drop_spare(c, false);
 }
 
+void child_end_all(struct child *c)
+{
+    (void)c;
+    int rc = sandbox_stop_tree(getpid(), NULL, 0);
+    if (rc > 0)
+        log_info("ended %d processes left below the kernel", rc);
+}
+
 bool child_spare_reaped(struct child *c, pid_t pid)
 {
     if (!c->spare.pid || c->spare.pid != pid)

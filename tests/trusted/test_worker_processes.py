@@ -24,6 +24,7 @@ from sandpit_testing import SANDPIT, TIMEOUT, install_spec, start, stop
 
 FORKER = r'''
 import os, time
+LEAVE = False
 def _spawn(tag, detach):
     pid = os.fork()
     if pid:
@@ -36,6 +37,21 @@ def _spawn(tag, detach):
             if os.fork():
                 os._exit(0)
         name = "escapee-%d-%s.json" % (os.getpid(), tag)
+        if LEAVE:  # into the group above the worker's, in each hierarchy
+            for line in open("/proc/self/cgroup"):
+                ctl, path = line.strip().split(":", 2)[1:]
+                for root in ("/sys/fs/cgroup/" + ctl.split(",")[0].replace("name=", ""),
+                             "/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+                    try:
+                        fd = os.open(root + os.path.dirname(path) + "/cgroup.procs",
+                                     os.O_WRONLY)
+                    except OSError:
+                        continue
+                    try:
+                        os.write(fd, b"0")
+                    except OSError:
+                        pass
+                    os.close(fd)
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         os.write(fd, b'{"pid": %d}' % os.getpid())
         os.close(fd)
@@ -103,10 +119,10 @@ def assert_gone(found):
     assert not left, "outlived their worker: %r" % left
 
 
-def spec(jupyter_dir, tmp_path, *options):
+def spec(jupyter_dir, tmp_path, *options, leave=False):
     lib = tmp_path / "lib"
     lib.mkdir()
-    (lib / "forker.py").write_text(FORKER)
+    (lib / "forker.py").write_text(FORKER.replace("LEAVE = False", "LEAVE = %r" % leave))
     name = install_spec(jupyter_dir, "--preload", "forker", "--read", str(lib), *options)
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -278,3 +294,49 @@ def test_after_the_kernel_was_killed(jupyter_dir, tmp_path):
         assert_gone(found)
     finally:
         stop(k)
+
+
+# The machine of tests/sandbox/test_degraded.py: no Landlock and no namespaces (the
+# calls they need fail with ENOSYS, as on a kernel without them).
+DEGRADE = r"""
+import ctypes, errno, os, sys
+lib = ctypes.CDLL("libseccomp.so.2")
+lib.seccomp_init.restype = ctypes.c_void_p
+lib.seccomp_init.argtypes = [ctypes.c_uint32]
+lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                 ctypes.c_uint]
+lib.seccomp_load.argtypes = [ctypes.c_void_p]
+lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+ctx = lib.seccomp_init(0x7fff0000)  # SCMP_ACT_ALLOW
+for name in (b"landlock_create_ruleset", b"unshare"):
+    nr = lib.seccomp_syscall_resolve_name(name)
+    assert lib.seccomp_rule_add(ctx, 0x00050000 | errno.ENOSYS, nr, 0) == 0
+assert lib.seccomp_load(ctx) == 0
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def test_a_process_that_left_the_group(jupyter_dir, tmp_path):
+    """Where nothing keeps /sys read-only (no Landlock, no mount namespace), a
+    process the preloads forked can move out of the worker's group (as root, or
+    into a group its user was delegated). It is still below the supervisor, a
+    subreaper: it ends with the kernel."""
+    name, ws, env, _ = spec(jupyter_dir, tmp_path, leave=True)
+    launcher = tmp_path / "degrade.py"
+    launcher.write_text(DEGRADE)
+    spec_file = jupyter_dir / "share" / "jupyter" / "kernels" / name / "kernel.json"
+    kernel = json.loads(spec_file.read_text())
+    kernel["argv"] = [sys.executable, str(launcher), os.path.realpath(SANDPIT),
+                      *kernel["argv"][1:]]
+    spec_file.write_text(json.dumps(kernel))
+    k = start(name, cwd=str(ws), env=env)
+    try:
+        if cgroup_state(k) != "active":
+            pytest.skip("no cgroup on this machine: nothing to leave")
+        found = wait_for_escapees(ws, 2)
+        left = k.run(LEAVE_GROUP)
+        if left == "[]\n":
+            pytest.skip("this user cannot move a process between groups here")
+    finally:
+        stop(k)
+    assert_gone(found)
