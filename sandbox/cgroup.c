@@ -20,6 +20,7 @@
  * the worker, before its other layers).
  */
 #include "sandbox/cgroup.h"
+#include "sandbox/stop.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -273,7 +274,8 @@ static int memory_version(const struct view *v, char *dir, size_t len)
 /* --- making and removing groups ----------------------------------------------------- */
 
 /* Removes groups "sandpit-<pid>-..." under base whose supervisor is gone: a kernel
- * killed outright could not remove its own. A group still in use fails with EBUSY. */
+ * killed outright could not remove its own, nor end what its worker's preloads had
+ * forked (stop.h), which is ended first. A group still in use fails with EBUSY. */
 static void sweep_stale(const char *base)
 {
     DIR *d = opendir(base);
@@ -290,8 +292,10 @@ static void sweep_stale(const char *base)
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char path[PATH_MAX];
-        if (join_path(path, sizeof path, base, e->d_name))
+        if (join_path(path, sizeof path, base, e->d_name)) {
+            sandbox_stop_group_dir(path);
             rmdir(path);
+        }
     }
     closedir(d);
 }

@@ -30,6 +30,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -103,7 +104,7 @@ static const char *const denied[] = {
     "pidfd_getfd",
     "process_madvise",
     "process_mrelease",
-    /* sockets: socket() and socketpair() are conditional below */
+    /* sockets: add_socket_rules */
     /* filesystem topology and namespaces */
     "mount",
     "umount",
@@ -210,17 +211,58 @@ static int rule(scmp_filter_ctx ctx, struct filter_stats *st, uint32_t action,
 #define DENY(name)                                                                       \
     rule(ctx, st, SCMP_ACT_ERRNO(EPERM), (name), 0, SCMP_A0(SCMP_CMP_EQ, 0))
 #define DENY_IF(name, cmp) rule(ctx, st, SCMP_ACT_ERRNO(EPERM), (name), 1, (cmp))
-
-static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
-                     struct filter_stats *st, bool no_shared_anon)
-{
-    int rc = 0;
 #define TRY(x)                                                                           \
     do {                                                                                 \
         if ((rc = (x)) < 0)                                                              \
             return rc;                                                                   \
     } while (0)
 
+/* Sockets. With the network off: no socket(), and no call that takes an address
+ * (connect, bind, sendto with one, sendmsg and sendmmsg, whose address sits in memory
+ * the filter cannot read). With it on: TCP and UDP over IPv4 and IPv6 only (no AF_UNIX,
+ * netlink, packet or raw sockets, nor SCTP, UDP-Lite or MPTCP). Either way, socketpair
+ * makes only a connected AF_UNIX stream pair: a datagram or seqpacket pair (SOCK_RAW is
+ * a datagram pair to AF_UNIX) can be sent to, connected to or bound on any path, and
+ * paths are not behind the network namespace. On a connected stream, an address is
+ * refused (EISCONN) and connect(AF_UNSPEC) does not disconnect. One comparison per
+ * rule, so "not 2 and not 10" is spelt as the ranges around them; the type is compared
+ * without its flags (the kernel refuses flags other than SOCK_CLOEXEC|SOCK_NONBLOCK).
+ * 0 or -errno. */
+static int add_socket_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
+                            struct filter_stats *st)
+{
+    int rc = 0;
+    if (!p->network) {
+        static const char *const addressed[] = {"socket", "connect", "bind", "sendmsg",
+                                                "sendmmsg"};
+        for (size_t i = 0; i < sizeof addressed / sizeof addressed[0]; i++)
+            TRY(DENY(addressed[i]));
+        TRY(DENY_IF("sendto", SCMP_A4(SCMP_CMP_NE, 0))); /* send() passes NULL */
+    } else {
+        TRY(DENY_IF("socket", SCMP_A0(SCMP_CMP_LT, AF_INET)));
+        for (unsigned af = AF_INET + 1; af < AF_INET6; af++)
+            TRY(DENY_IF("socket", SCMP_A0(SCMP_CMP_EQ, af)));
+        TRY(DENY_IF("socket", SCMP_A0(SCMP_CMP_GT, AF_INET6)));
+        for (unsigned type = 0; type < 16; type++)
+            if (type != SOCK_STREAM && type != SOCK_DGRAM)
+                TRY(DENY_IF("socket", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)));
+        /* The protocol: 0 (the type's own), IPPROTO_TCP or IPPROTO_UDP. */
+        TRY(DENY_IF("socket", SCMP_A2(SCMP_CMP_GT, IPPROTO_UDP)));
+        for (unsigned proto = 1; proto < IPPROTO_UDP; proto++)
+            if (proto != IPPROTO_TCP)
+                TRY(DENY_IF("socket", SCMP_A2(SCMP_CMP_EQ, proto)));
+    }
+    TRY(DENY_IF("socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX)));
+    for (unsigned type = 0; type < 16; type++)
+        if (type != SOCK_STREAM)
+            TRY(DENY_IF("socketpair", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)));
+    return 0;
+}
+
+static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
+                     struct filter_stats *st, bool no_shared_anon)
+{
+    int rc = 0;
     for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++)
         TRY(DENY(denied[i]));
 
@@ -233,25 +275,7 @@ static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
         TRY(DENY_IF("clone", SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i])));
     TRY(rule(ctx, st, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, SCMP_A0(SCMP_CMP_EQ, 0)));
 
-    /* Sockets: none, or with the network on, TCP and UDP over IPv4 and IPv6 only (no
-     * AF_UNIX, netlink, packet or raw sockets). One comparison per rule, so "not 2 and
-     * not 10" is spelt as the ranges around them. */
-    if (!p->network) {
-        TRY(DENY("socket"));
-    } else {
-        TRY(DENY_IF("socket", SCMP_A0(SCMP_CMP_LT, AF_INET)));
-        for (unsigned af = AF_INET + 1; af < AF_INET6; af++)
-            TRY(DENY_IF("socket", SCMP_A0(SCMP_CMP_EQ, af)));
-        TRY(DENY_IF("socket", SCMP_A0(SCMP_CMP_GT, AF_INET6)));
-        for (unsigned type = 0; type < 16; type++) /* the type, without its flags */
-            if (type != SOCK_STREAM && type != SOCK_DGRAM)
-                TRY(DENY_IF("socket", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)));
-    }
-
-    /* A connected pair inside the worker reaches nothing outside it; asyncio's event
-     * loop needs one for its self-pipe (top-level await in a cell, tornado, comms).
-     * Other families stay denied. */
-    TRY(DENY_IF("socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX)));
+    TRY(add_socket_rules(ctx, p, st));
 
     /* Signals only to the worker itself (no pid namespace: getpid() is its real pid).
      * kill(0) and kill(-1) would reach the supervisor's process group or everything. */
@@ -290,9 +314,9 @@ static int add_rules(scmp_filter_ctx ctx, const struct sandbox_policy *p,
                                     MAP_SHARED | MAP_ANONYMOUS)));
         TRY(DENY("shmget"));
     }
-#undef TRY
     return 0;
 }
+#undef TRY
 
 #define PRCTL_ALLOWED (sizeof prctl_allowed / sizeof prctl_allowed[0])
 _Static_assert(PRCTL_ALLOWED <= 20, "the guard's program and jumps are sized for 20");
@@ -406,7 +430,8 @@ int sandbox__seccomp_apply(const struct sandbox_policy *p, struct sandbox_layer 
         "%u rules (EPERM), clone3 and syscalls above %u ENOSYS, other ABIs "
         "killed; sockets: %s",
         st.rules, LAST_REVIEWED_SYSCALL,
-        p->network ? "TCP and UDP over IPv4/IPv6" : "none");
+        p->network ? "TCP and UDP over IPv4/IPv6; local stream pairs"
+                   : "none (local stream pairs, no addresses)");
     if (no_shared_anon)
         sandbox__layer_note(l, "shared anonymous memory refused (no cgroup counts it)");
     rc = 0;

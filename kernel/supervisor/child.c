@@ -27,6 +27,7 @@
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/template.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/stop.h"
 
 #define CHILD_RETIRED 4  /* groups of stopped workers not reaped yet */
 #define READ_TURNS    64 /* reads of the link per event, so a flood cannot hold the loop */
@@ -68,7 +69,8 @@ struct child {
     struct sandbox_cgroup cgroup; /* the running worker's group */
     struct sandbox_cgroup retired[CHILD_RETIRED]; /* stopped workers', until reaped */
     unsigned started;                             /* workers started; names groups */
-    struct proc spare; /* a worker started beforehand, its link not read yet */
+    struct proc spare;  /* a worker started beforehand, its link not read yet */
+    pid_t template_pid; /* the template the workers came from, kept when one stops */
 };
 
 struct child *child_new(struct loop *loop, const struct child_events *events)
@@ -81,6 +83,10 @@ struct child *child_new(struct loop *loop, const struct child_events *events)
     c->fd = -1;
     c->log.fd = -1;
     c->spare.log.fd = -1;
+    /* Every orphan of a worker's tree comes back to us, so that stopping the worker
+     * can end it even where there is no cgroup (stop.h). */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        log_warn("cannot become a subreaper: %s", strerror(errno));
     link_reader_init(&c->reader);
     sandbox_cgroup_init(&c->cgroup);
     sandbox_cgroup_init(&c->spare.cgroup);
@@ -629,6 +635,23 @@ static void adopt(struct child *c, struct proc *p)
         log_error("cannot watch the link to the worker: %s", strerror((int)-fid));
 }
 
+/* Ends every process of a stopped worker, not only the worker: those its preloads
+ * forked before its filter, whether they kept to its process group or not. The
+ * group's when it has one; else every descendant of the supervisor but the template,
+ * the other worker (other, 0 for none) and their own. */
+static void end_processes(const struct child *c, const struct sandbox_cgroup *cg,
+                          pid_t other)
+{
+    if (cg->version && sandbox_stop_group(cg) >= 0)
+        return;
+    const pid_t keep[2] = {c->template_pid, other};
+    int rc = sandbox_stop_tree(getpid(), keep, 2);
+    if (rc < 0)
+        log_warn("cannot end the stopped worker's processes: %s", strerror(-rc));
+    else if (rc > 0)
+        log_debug("ended %d processes of the stopped worker's tree", rc);
+}
+
 /* Kills the spare and lets its group go with the stopped workers'. */
 static void drop_spare(struct child *c, bool reaped)
 {
@@ -637,6 +660,7 @@ static void drop_spare(struct child *c, bool reaped)
         return;
     if (!reaped)
         kill(p->pid, SIGKILL);
+    end_processes(c, &p->cgroup, c->pid);
     close(p->fd);
     close_log(&p->log);
     retire_group(c, &p->cgroup);
@@ -647,6 +671,8 @@ static void drop_spare(struct child *c, bool reaped)
 int child_start(struct child *c, char *const argv[], char *const envp[],
                 const struct sandbox_cgroup_limits *limits, struct template *tpl)
 {
+    if (tpl)
+        c->template_pid = template_pid(tpl);
     if (c->spare.pid) {
         log_info("worker %d, started beforehand, takes over", (int)c->spare.pid);
         adopt(c, &c->spare);
@@ -664,6 +690,8 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
 int child_start_spare(struct child *c, char *const argv[], char *const envp[],
                       const struct sandbox_cgroup_limits *limits, struct template *tpl)
 {
+    if (tpl)
+        c->template_pid = template_pid(tpl);
     if (c->spare.pid)
         return 0;
     int rc = spawn(c, argv, envp, limits, tpl, true, &c->spare);
@@ -678,6 +706,14 @@ int child_start_spare(struct child *c, char *const argv[], char *const envp[],
 void child_stop_spare(struct child *c)
 {
     drop_spare(c, false);
+}
+
+void child_end_all(struct child *c)
+{
+    (void)c;
+    int rc = sandbox_stop_tree(getpid(), NULL, 0);
+    if (rc > 0)
+        log_info("ended %d processes left below the kernel", rc);
 }
 
 bool child_spare_reaped(struct child *c, pid_t pid)
@@ -704,6 +740,7 @@ void child_stop(struct child *c)
 {
     if (c->pid > 0)
         kill(c->pid, SIGKILL);
+    end_processes(c, &c->cgroup, c->spare.pid);
     retire_group(c, &c->cgroup);
     if (c->fd >= 0)
         close_link(c);

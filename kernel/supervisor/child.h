@@ -72,6 +72,11 @@ int child_start_spare(struct child *c, char *const argv[], char *const envp[],
 /* Kills the spare, if any (the kernel is stopping). */
 void child_stop_spare(struct child *c);
 
+/* The kernel is stopping, its workers and template stopped: every process still
+ * below the supervisor ends too, in a group or not (one that left its worker's
+ * group, where nothing kept it in, came back to the supervisor as an orphan). */
+void child_end_all(struct child *c);
+
 /* A child process was reaped: true if it was the spare (now gone). */
 bool child_spare_reaped(struct child *c, pid_t pid);
 

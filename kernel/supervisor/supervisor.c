@@ -467,6 +467,7 @@ static void supervisor_release(struct supervisor *s)
         child_stop(s->child);
         child_stop_spare(s->child);
         respawn_release(&s->respawn); /* the template too */
+        child_end_all(s->child);
         /* Reap the last worker so that it is not left a zombie for our parent, and
          * so that its cgroup can go (a large one takes a moment to tear down). */
         for (int i = 0; i < 2000 && waitpid(-1, NULL, WNOHANG) >= 0; i++)

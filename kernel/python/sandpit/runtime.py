@@ -336,8 +336,6 @@ def prepare_lock():
     user_ns.setdefault("__builtins__", builtins)
     user_ns["__name__"] = "__main__"
     user_ns.pop("__file__", None)
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, "")
     streams.install()
     request.inherit_into_threads()
     execution.on_result(display.publish_result)
@@ -353,6 +351,11 @@ def prepare_lock():
     # What the installers left in _, __ and ___ is ours, not the user's.
     execution.install(user_ns)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The workspace goes on the path last: an import above (random, with --seed)
+    # would otherwise find a module the cell left there and run it before the
+    # filter.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, "")
 
 
 def warm():
