@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel/fsutil.h"
@@ -92,19 +93,62 @@ static bool pth_paths(const char *site, char **v, size_t *n, size_t max)
     return ok;
 }
 
+/* Each PYTHONPATH entry (relative ones are the workspace's) by its real path, into
+ * v[*n] on (up to v[max - 1]). One missing where a cell could make it is made empty
+ * first (sandbox_resolve), so that the mount namespace binds it read-only before any
+ * cell: else a cell could write lib/helpers.py, which the next worker's --preload
+ * imports before seccomp. 0, -ENOMEM, or -ELOOP with why set. */
+static int pythonpath_paths(const char *pp, const struct sandbox_policy *p, char **v,
+                            size_t *n, size_t max, char *why, size_t len)
+{
+    for (const char *s = pp; s && *s && *n < max;) {
+        size_t k = strcspn(s, ":");
+        char entry[PATH_MAX], real[PATH_MAX];
+        bool made = false;
+        int rc = -ENOENT;
+        if (k && k < sizeof entry - strlen(p->workspace) - 1) {
+            if (s[0] == '/')
+                snprintf(entry, sizeof entry, "%.*s", (int)k, s);
+            else
+                snprintf(entry, sizeof entry, "%s/%.*s", p->workspace, (int)k, s);
+            rc = sandbox_resolve(p, NULL, entry,
+                                 p->enabled ? SANDBOX_KIND_DIR : SANDBOX_KIND_ANY, real,
+                                 sizeof real, &made);
+            if (rc < 0 && rc != -ENOENT && (rc != -ELOOP || !p->enabled))
+                rc = realpath(entry, real) ? 0 : -errno;
+        }
+        if (rc == -ELOOP) {
+            snprintf(why, len,
+                     "the PYTHONPATH entry %.200s is reached through a symbolic link in "
+                     "the workspace, which the code could point elsewhere: name the real "
+                     "folder instead",
+                     entry);
+            return rc;
+        }
+        if (made)
+            log_info("made %s (empty), so that the code cannot make it", real);
+        if (rc == 0 && !(v[(*n)++] = strdup(real)))
+            return -ENOMEM;
+        s += k + (s[k] == ':');
+    }
+    return 0;
+}
+
 /* What the code may read but not write: the interpreter's folders, the
  * virtual environment of --venv with what its .pth files name, the folders
- * of --read, and each entry of PYTHONPATH that exists (relative ones are the
- * workspace's). A new NULL-terminated array of new strings (free with
- * free_paths), or NULL. */
-static char **read_only_paths(const struct options *o)
+ * of --read, and each entry of PYTHONPATH (see pythonpath_paths). A new
+ * NULL-terminated array of new strings (free with free_paths), or NULL with
+ * why set. */
+static char **read_only_paths(const struct options *o, const struct sandbox_policy *p,
+                              char *why, size_t len)
 {
     const char *pp = getenv("PYTHONPATH");
     size_t max = sizeof python_ro_paths / sizeof *python_ro_paths + 1 + PTH_PATHS_MAX +
                  o->read_dirs.n + (pp ? strlen(pp) / 2 + 1 : 0);
-    char **v = calloc(max + 1, sizeof *v), real[PATH_MAX];
+    char **v = calloc(max + 1, sizeof *v);
     size_t n = 0;
     bool ok = v != NULL;
+    snprintf(why, len, "out of memory building the sandbox policy");
     for (size_t i = 0; ok && python_ro_paths[i]; i++)
         ok = (v[n++] = strdup(python_ro_paths[i])) != NULL;
     if (ok && o->venv) {
@@ -115,22 +159,29 @@ static char **read_only_paths(const struct options *o)
     }
     for (size_t i = 0; ok && i < o->read_dirs.n; i++)
         ok = (v[n++] = strdup(o->read_dirs.v[i])) != NULL;
-    for (const char *s = pp; ok && s && *s && n < max;) {
-        size_t len = strcspn(s, ":");
-        char entry[PATH_MAX];
-        if (len && len < sizeof entry) {
-            memcpy(entry, s, len);
-            entry[len] = 0;
-            if (realpath(entry, real))
-                ok = (v[n++] = strdup(real)) != NULL;
-        }
-        s += len + (s[len] == ':');
-    }
+    if (ok)
+        ok = pythonpath_paths(pp, p, v, &n, max, why, len) == 0;
     if (!ok) {
         free_paths(v);
         return NULL;
     }
     return v;
+}
+
+/* The connection file (--hide) must be the one the supervisor found at its start
+ * (--hide-id, its device and inode): a path names a place, and the file at a place
+ * can change. Every worker pins the folders above it (masks.c), so no cell of this
+ * kernel can move it; if something else did, its key may lie open where the cover
+ * does not go, and the worker refuses to start. */
+static bool connection_file_in_place(const struct options *o)
+{
+    struct stat st;
+    unsigned long long dev, ino;
+    if (!o->hide || !o->hide_id || sscanf(o->hide_id, "%llu:%llu", &dev, &ino) != 2)
+        return true;
+    if (stat(o->hide, &st) < 0)
+        return errno == ENOENT; /* removed (sandpit run removes its own): no key there */
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 static void set_environment(const struct options *o)
@@ -297,14 +348,23 @@ int worker_main(int argc, char **argv)
 
     struct sandbox_policy policy;
     struct sandbox_report report;
+    int rc;
     sandbox_policy_init(&policy);
     policy.enabled = o.sandbox;
     policy.network = o.network;
     policy.workspace = o.workspace;
     policy.tmpdir = o.tmpdir;
-    char **ro_paths = read_only_paths(&o);
+    char why[512];
+    char **ro_paths = read_only_paths(&o, &policy, why, sizeof why);
     if (!ro_paths) {
-        log_error("out of memory building the sandbox policy");
+        log_error("cannot confine the worker: %s", why);
+        return 3;
+    }
+    if (o.sandbox && !connection_file_in_place(&o)) {
+        log_error("cannot confine the worker: the connection file %s is no longer the "
+                  "one the kernel started with, and its key may lie elsewhere in the "
+                  "workspace",
+                  o.hide);
         return 3;
     }
     policy.ro_paths = (const char *const *)ro_paths;
@@ -312,10 +372,14 @@ int worker_main(int argc, char **argv)
      * are the user's secrets, and the user's setup is never written (home.h). */
     extern char **environ;
     struct sandbox_masks masks;
-    if (sandbox_masks_build(&masks, &policy, environ) != 0) {
-        log_error("out of memory building the sandbox policy");
+    rc = sandbox_masks_build(&masks, &policy, environ, o.sandbox);
+    if (rc != 0) {
+        log_error("cannot confine the worker: %s",
+                  masks.why[0] ? masks.why : "out of memory building the sandbox policy");
         return 3;
     }
+    for (size_t i = 0; masks.made && masks.made[i]; i++)
+        log_info("made %s (empty), so that the code cannot make it", masks.made[i]);
     size_t n_hidden = 0;
     while (masks.hidden && masks.hidden[n_hidden])
         n_hidden++;
@@ -341,7 +405,7 @@ int worker_main(int argc, char **argv)
     policy.trial = &trial;
     memset(&report, 0, sizeof report);
     stopwatch_step(&watch, "options and masks");
-    int rc = sandbox_enter(&policy, &report);
+    rc = sandbox_enter(&policy, &report);
     if (rc) {
         log_error("cannot confine the worker: %s", strerror(-rc));
         return 3;
