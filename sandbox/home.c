@@ -196,6 +196,19 @@ static void candidate_in(struct build *b, const char *dir, const char *name, boo
         candidate(b, path, secret);
 }
 
+/* An entry of a list of folders (JUPYTER_PATH, PATH): a relative one is taken as the
+ * workspace's, where Jupyter and shells started there would look (kept read-only if it
+ * exists; not made: a relative PATH entry names a different folder in each). */
+static void named_in_workspace(struct build *b, const char *dir, bool secret)
+{
+    char path[PATH_MAX];
+    if (dir[0] == '/')
+        named(b, dir, secret, SANDBOX_KIND_DIR);
+    else if (b->p->workspace && snprintf(path, sizeof path, "%s/%s", b->p->workspace,
+                                         dir) < (int)sizeof path)
+        named(b, path, secret, SANDBOX_KIND_ANY);
+}
+
 /* Each entry of a colon-separated list, with name appended (NULL: the entry). */
 static void candidates_in_list(struct build *b, const char *list, const char *name,
                                bool secret)
@@ -208,8 +221,8 @@ static void candidates_in_list(struct build *b, const char *list, const char *na
             dir[n] = 0;
             if (name)
                 candidate_in(b, dir, name, secret);
-            else if (dir[0] == '/') /* a relative one: relative to what? */
-                named(b, dir, secret, SANDBOX_KIND_DIR);
+            else
+                named_in_workspace(b, dir, secret);
         }
         s += n + (s[n] == ':');
     }
@@ -298,8 +311,8 @@ static const char *const key_patterns[] = {
     "notebook_secret",      NULL,
 };
 
-#define SCAN_MAX_DEPTH   2    /* the workspace, its folders, and theirs */
-#define SCAN_MAX_ENTRIES 8192 /* in all: a bound on the time a worker's start takes */
+#define SCAN_MAX_DEPTH   2     /* the workspace, its folders, and theirs */
+#define SCAN_MAX_ENTRIES 65536 /* in all: a bound on the time a worker's start takes */
 
 /* Every file in the workspace named like one that holds a key, down to SCAN_MAX_DEPTH
  * folders: hidden. Each folder is opened relative to the one above (name in dirfd),
@@ -418,6 +431,7 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
     int seen = 0;
     if (p->workspace && !b.rc)
         scan_keys(&b, AT_FDCWD, p->workspace, p->workspace, 0, &seen);
+    m->scan_cut = seen > SCAN_MAX_ENTRIES;
     setup_paths(&b, envp, homes);
     /* What the policy gives to read only (a virtual environment, --read folders,
      * PYTHONPATH) stays read-only where it lies in a read-write path. */

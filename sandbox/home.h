@@ -21,6 +21,7 @@ struct sandbox_masks {
                       * read-only but for its entries that are not dot-files */
     char **skipped;  /* would have been masked, but hold a read-write path */
     char **made;     /* missing protected paths made empty (with create) */
+    bool scan_cut;   /* the search for connection files stopped at its bound */
     char why[512];   /* when the build fails with -ELOOP or another refusal: why */
 };
 

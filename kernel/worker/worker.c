@@ -378,6 +378,9 @@ int worker_main(int argc, char **argv)
                   masks.why[0] ? masks.why : "out of memory building the sandbox policy");
         return 3;
     }
+    if (masks.scan_cut)
+        log_warn("the workspace has too many entries near its top: connection files of "
+                 "other kernels beyond the first 65536 are not looked for");
     for (size_t i = 0; masks.made && masks.made[i]; i++)
         log_info("made %s (empty), so that the code cannot make it", masks.made[i]);
     size_t n_hidden = 0;

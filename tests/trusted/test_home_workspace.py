@@ -278,3 +278,54 @@ def test_a_replaced_connection_file_stops_the_next_worker(jupyter_dir, tmp_path)
     finally:
         k.kc.stop_channels()
         k.km.shutdown_kernel(now=True)
+
+
+PROBES = r"""
+import errno, json, os
+def t(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+parent = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[1])
+print(json.dumps({
+    "link target": t(lambda: open("notebooks/npmrc-kept-here").read()),
+    "hard link": t(lambda: os.link(".pypirc", "notebooks/copy")),
+    "relative JUPYTER_PATH": t(lambda: open("share/jupyter/kernels/x/kernel.json",
+                                            "a").write("x")),
+    "venv file": t(lambda: open("work/envs/v/pyvenv.cfg", "a").write("x")),
+    "venv parent": t(lambda: os.rename("work/envs", "work/envs2")),
+    "new dot-entry": t(lambda: os.symlink("/", ".evil")),
+    "parent's root": t(lambda: open("/proc/%d/root%s/.pypirc" % (parent, os.getcwd()))),
+    "parent's cwd": t(lambda: open("/proc/%d/cwd/.pypirc" % parent)),
+}))
+"""
+
+
+def test_further_attempts_on_a_home_workspace(jupyter_dir, home):
+    """A dot-entry that is a link into the workspace, a hard link to a hidden file, a
+    FIFO named like a connection file (the scan must not open it, or the worker
+    would hang), a relative JUPYTER_PATH entry, a --venv inside the workspace, and
+    the parent's view of the files through /proc."""
+    import venv
+    (home / "notebooks/npmrc-kept-here").write_text(KEY)
+    (home / ".npmrc").unlink()
+    (home / ".npmrc").symlink_to("notebooks/npmrc-kept-here")
+    os.mkfifo(home / "notebooks/kernel-fifo.json")
+    write(home, {"share/jupyter/kernels/x/kernel.json": "{}"})
+    venv.EnvBuilder(with_pip=False).create(str(home / "work/envs/v"))
+    name = install_spec(jupyter_dir, "--venv", str(home / "work/envs/v"))
+    env = dict(os.environ, HOME=str(home),
+               JUPYTER_PATH=os.environ["JUPYTER_PATH"] + ":share/jupyter")
+    k = start(name, cwd=str(home), env=env)
+    try:
+        if mount_layer(k)["state"] != "active":
+            pytest.skip("no mount namespace here")
+        got = json.loads(k.run(PROBES))
+        assert got == {"link target": "EACCES", "hard link": "EXDEV",
+                       "relative JUPYTER_PATH": "EROFS", "venv file": "EROFS",
+                       "venv parent": "EBUSY", "new dot-entry": "EROFS",
+                       "parent's root": "EACCES", "parent's cwd": "EACCES"}, got
+    finally:
+        stop(k)
