@@ -246,6 +246,64 @@ static void stopwatch_step(struct stopwatch *w, const char *step)
     w->faults = faults;
 }
 
+/* PYTHONPATH without the entries that lie in a read-write path (new string). */
+static char *pythonpath_outside(const char *pp, const struct sandbox_policy *p)
+{
+    size_t size = strlen(pp) + 1, len = 0;
+    char *out = calloc(size, 1);
+    for (const char *s = pp; out && *s;) {
+        size_t k = strcspn(s, ":");
+        char entry[PATH_MAX], real[PATH_MAX];
+        bool inside = false;
+        if (k && k < sizeof entry - strlen(p->workspace) - 1) {
+            if (s[0] == '/')
+                snprintf(entry, sizeof entry, "%.*s", (int)k, s);
+            else
+                snprintf(entry, sizeof entry, "%s/%.*s", p->workspace, (int)k, s);
+            inside = realpath(entry, real) && sandbox_path_writable(p, NULL, real);
+        }
+        if (k && !inside)
+            len += (size_t)snprintf(out + len, size - len, "%s%.*s", len ? ":" : "",
+                                    (int)k, s);
+        s += k + (s[k] == ':');
+    }
+    return out;
+}
+
+/* What of the user's code a worker imports: PYTHONPATH, --venv's site-packages with
+ * its .pth files, --preload. Before seccomp (locked false), only what lies outside the
+ * read-write paths, so that pandas and matplotlib may still run their programs at
+ * import; after it, what lies inside, so that nothing in the workspace runs unfiltered
+ * (it is read-only, but a cell of another kernel with the same workspace, or of an
+ * earlier session, may have written it). Returns whether anything waits for after. */
+static bool import_user_code(const struct options *o, const struct sandbox_policy *p,
+                             const char *pythonpath, bool locked)
+{
+    char *site = options_venv_site_packages(o);
+    bool site_inside = site && p->enabled && sandbox_path_writable(p, NULL, o->venv);
+    char *outside = pythonpath && p->enabled ? pythonpath_outside(pythonpath, p) : NULL;
+    bool path_inside = outside && strcmp(outside, pythonpath) != 0;
+    bool later = path_inside || site_inside;
+    if (!locked) {
+        if (pythonpath && (outside ? outside[0] : pythonpath[0]))
+            pyrt_add_path(outside ? outside : pythonpath);
+        if (site && !site_inside)
+            pyrt_add_site_dir(site);
+        if (o->preload)
+            pyrt_preload(o->preload, later);
+    } else if (later) {
+        if (path_inside)
+            pyrt_add_path(pythonpath);
+        if (site_inside)
+            pyrt_add_site_dir(site);
+        if (o->preload)
+            pyrt_preload(o->preload, false);
+    }
+    free(site);
+    free(outside);
+    return later;
+}
+
 /* The hello frame: the interpreter and the sandbox's report (new text). */
 static char *hello_json(const struct sandbox_report *r)
 {
@@ -415,17 +473,9 @@ int worker_main(int argc, char **argv)
     }
     stopwatch_step(&watch, "confined (rlimits, namespaces, Landlock)");
 
-    if (pythonpath)
-        pyrt_add_path(pythonpath);
-    free(pythonpath);
-    char *site = options_venv_site_packages(&o);
-    if (site)
-        pyrt_add_site_dir(site);
-    free(site);
-    if (o.preload) {
-        pyrt_preload(o.preload);
+    bool later = import_user_code(&o, &policy, pythonpath, false);
+    if (o.preload)
         stopwatch_step(&watch, "preloads");
-    }
     if ((rc = pump_start(o.max_output)) != 0) {
         log_error("cannot capture the output: %s", strerror(-rc));
         return 5;
@@ -438,6 +488,11 @@ int worker_main(int argc, char **argv)
         return 3;
     }
     stopwatch_step(&watch, "locked (seccomp)");
+    if (later) {
+        import_user_code(&o, &policy, pythonpath, true);
+        stopwatch_step(&watch, "the workspace's paths and preloads, under seccomp");
+    }
+    free(pythonpath);
     if (template) {
         pyrt_warm();
         stopwatch_step(&watch,

@@ -329,3 +329,38 @@ def test_further_attempts_on_a_home_workspace(jupyter_dir, home):
                        "parent's root": "EACCES", "parent's cwd": "EACCES"}, got
     finally:
         stop(k)
+
+
+SECCOMP_NOW = ("import re\nSECCOMP = re.search(r'Seccomp:\\s*(\\d)', "
+               "open('/proc/self/status').read()).group(1)\n")
+
+
+def test_nothing_from_the_workspace_runs_before_seccomp(jupyter_dir, tmp_path):
+    """A preload found in a PYTHONPATH entry of the workspace, and a .pth file of a
+    --venv there, run once the filter is in force (Seccomp: 2 in /proc/self/status);
+    a preload from outside still runs before it, as pandas needs."""
+    import venv
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    write(ws, {"lib/helpers.py": SECCOMP_NOW})
+    write(outside, {"early.py": SECCOMP_NOW})
+    venv.EnvBuilder(with_pip=False).create(str(ws / "env"))
+    site = next((ws / "env").glob("lib/python3*/site-packages"))
+    (site / "probe_pth.py").write_text(SECCOMP_NOW)
+    (site / "probe.pth").write_text("import probe_pth\n")
+    name = install_spec(jupyter_dir, "--preload", "helpers,early", "--venv", str(ws / "env"))
+    env = dict(os.environ, PYTHONPATH="lib:" + str(outside))
+    k = start(name, cwd=str(ws), env=env)
+    try:
+        k.run("pass")
+        layers = k.request("kernel_info")["content"]["sandpit"]["layers"]
+        if [x for x in layers if x["name"] == "seccomp"][0]["state"] != "active":
+            pytest.skip("no seccomp filter here")
+        got = k.value("[__import__('sys').modules[m].SECCOMP for m in "
+                      "('helpers', 'probe_pth', 'early')]")
+        assert got == "['2', '2', '0']", got
+        import ast
+        assert ast.literal_eval(k.value("__import__('sys').path[1:3]")) == [
+            str(ws / "lib"), str(outside)]
+        assert k.value("__import__('os').environ['PYTHONPATH']") == repr(env["PYTHONPATH"])
+    finally:
+        stop(k)
