@@ -311,12 +311,22 @@ static const char *const key_patterns[] = {
     "notebook_secret",      NULL,
 };
 
+/* What a version-control tool or an editor runs from a project without asking: git's
+ * hooks and config (core.fsmonitor, core.pager, a gitdir: file pointing elsewhere),
+ * Mercurial's hooks, VS Code's settings (an interpreter path it runs on opening). */
+static bool is_tool_folder(const char *name)
+{
+    return strcmp(name, ".git") == 0 || strcmp(name, ".hg") == 0 ||
+           strcmp(name, ".vscode") == 0;
+}
+
 #define SCAN_MAX_DEPTH   2     /* the workspace, its folders, and theirs */
 #define SCAN_MAX_ENTRIES 65536 /* in all: a bound on the time a worker's start takes */
 
 /* Every file in the workspace named like one that holds a key, down to SCAN_MAX_DEPTH
- * folders: hidden. Each folder is opened relative to the one above (name in dirfd),
- * never following a link; path is what the list gets. */
+ * folders: hidden; every tool folder (is_tool_folder): read-only. Each folder is
+ * opened relative to the one above (name in dirfd), never following a link; path is
+ * what the list gets. */
 static void scan_keys(struct build *b, int dirfd, const char *name, const char *path,
                       int depth, int *seen)
 {
@@ -336,6 +346,10 @@ static void scan_keys(struct build *b, int dirfd, const char *name, const char *
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
             snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
             continue;
+        if (is_tool_folder(e->d_name)) {
+            candidate(b, sub, false);
+            continue;
+        }
         if (S_ISDIR(st.st_mode) && depth < SCAN_MAX_DEPTH) {
             scan_keys(b, fd, e->d_name, sub, depth + 1, seen);
             continue;

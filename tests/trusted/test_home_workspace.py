@@ -364,3 +364,30 @@ def test_nothing_from_the_workspace_runs_before_seccomp(jupyter_dir, tmp_path):
         assert k.value("__import__('os').environ['PYTHONPATH']") == repr(env["PYTHONPATH"])
     finally:
         stop(k)
+
+
+def test_what_tools_run_from_a_project_is_read_only(jupyter_dir, tmp_path):
+    """git runs .git/hooks and what .git/config names (core.fsmonitor) without
+    asking, and a .git file can point the user's git at a repository a cell made;
+    VS Code runs the interpreter .vscode/settings.json names. In the workspace and
+    its folders, they are read-only; the rest of a project stays writable."""
+    ws = tmp_path / "ws"
+    write(ws, {".git/config": "[core]\n", ".git/hooks/README": "",
+               "sub/.git": "gitdir: ../.git\n", "sub/.vscode/settings.json": "{}",
+               "sub/code.py": ""})
+    k = start("sandpit", cwd=str(ws))
+    try:
+        if mount_layer(k)["state"] != "active":
+            pytest.skip("no mount namespace here")
+        got = attempts(k, [("create", ".git/hooks/post-checkout"),
+                           ("append", ".git/config"), ("append", "sub/.git"),
+                           ("append", "sub/.vscode/settings.json"),
+                           ("rename", "sub", "sub2"), ("append", "sub/code.py"),
+                           ("create", "sub/new.py")])
+        assert got == {"create .git/hooks/post-checkout": "EROFS",
+                       "append .git/config": "EROFS", "append sub/.git": "EROFS",
+                       "append sub/.vscode/settings.json": "EROFS",
+                       "rename sub sub2": "EBUSY", "append sub/code.py": "ok",
+                       "create sub/new.py": "ok"}, got
+    finally:
+        stop(k)
