@@ -323,6 +323,29 @@ static bool is_tool_folder(const char *name)
 #define SCAN_MAX_DEPTH   2     /* the workspace, its folders, and theirs */
 #define SCAN_MAX_ENTRIES 65536 /* in all: a bound on the time a worker's start takes */
 
+/* The type of a folder's entry, from readdir where the file system gives it (most do:
+ * no stat for each of thousands of files), else from fstatat without following it. */
+static int entry_type(int dirfd, const struct dirent *e)
+{
+    struct stat st;
+    if (e->d_type != DT_UNKNOWN)
+        return e->d_type;
+    if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return DT_UNKNOWN;
+    return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+}
+
+static bool is_key_file(const char *name)
+{
+    if (!strchr("kjn",
+                name[0])) /* what every pattern starts with: most names stop here */
+        return false;
+    for (const char *const *k = key_patterns; *k; k++)
+        if (fnmatch(*k, name, 0) == 0)
+            return true;
+    return false;
+}
+
 /* Every file in the workspace named like one that holds a key, down to SCAN_MAX_DEPTH
  * folders: hidden; every tool folder (is_tool_folder): read-only. Each folder is
  * opened relative to the one above (name in dirfd), never following a link; path is
@@ -340,25 +363,17 @@ static void scan_keys(struct build *b, int dirfd, const char *name, const char *
     }
     struct dirent *e;
     while (!b->rc && (*seen)++ < SCAN_MAX_ENTRIES && (e = readdir(d))) {
-        struct stat st;
         char sub[PATH_MAX];
+        int type = entry_type(fd, e);
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
             snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
             continue;
-        if (is_tool_folder(e->d_name)) {
+        if (is_tool_folder(e->d_name) && (type == DT_DIR || type == DT_REG))
             candidate(b, sub, false);
-            continue;
-        }
-        if (S_ISDIR(st.st_mode) && depth < SCAN_MAX_DEPTH) {
+        else if (type == DT_DIR && depth < SCAN_MAX_DEPTH)
             scan_keys(b, fd, e->d_name, sub, depth + 1, seen);
-            continue;
-        }
-        for (const char *const *k = key_patterns; S_ISREG(st.st_mode) && *k; k++)
-            if (fnmatch(*k, e->d_name, 0) == 0) {
-                b->rc = list_add(&b->hidden, sub);
-                break;
-            }
+        else if (type == DT_REG && is_key_file(e->d_name))
+            b->rc = list_add(&b->hidden, sub);
     }
     closedir(d);
 }
