@@ -122,7 +122,8 @@ struct build {
     const struct sandbox_policy *p;
     struct list hidden, readonly, homes, skipped, made;
     bool create;
-    char *why; /* the masks' why[] */
+    const char *home; /* the home folder whose dot-entries are being walked */
+    char *why;        /* the masks' why[] */
     size_t why_len;
     int rc;
 };
@@ -240,14 +241,17 @@ static bool holds_needed(const struct sandbox_policy *p, const char *path)
     return false;
 }
 
-/* True if path is needed whole: it is, or lies in, a path of holds_needed's. */
-static bool needed(const struct sandbox_policy *p, const char *path)
+/* True if path is needed whole: it is, or lies in, a read-write or read-only path of
+ * the policy, other than one that holds the home folder being walked. */
+static bool needed(const struct build *b, const char *path)
 {
-    if (in_rw(p, path) && holds_rw(p, path))
-        return true;
-    for (const char *const *s = p->ro_paths; s && *s; s++)
-        if (beneath(path, *s))
-            return true;
+    const struct sandbox_policy *p = b->p;
+    const char *const tmp[2] = {p->tmpdir, NULL};
+    const char *const *lists[3] = {tmp, p->rw_paths, p->ro_paths};
+    for (int i = 0; i < 3; i++)
+        for (const char *const *s = lists[i]; s && *s; s++)
+            if (beneath(path, *s) && !(b->home && beneath(b->home, *s)))
+                return true;
     return false;
 }
 
@@ -262,14 +266,14 @@ static void hide_dot_entry(struct build *b, const char *path, int depth)
 {
     struct stat st;
     char real[PATH_MAX];
-    if (needed(b->p, path) || lstat(path, &st) < 0)
+    if (needed(b, path) || lstat(path, &st) < 0)
         return;
     if (S_ISLNK(st.st_mode)) {
         /* Where it leads in a read-write path, that is hidden instead (a dot-file kept
          * in a folder of dot-files); elsewhere Landlock and the read-only mounts judge
          * it, and covering it could cover a system folder. */
         if (realpath(path, real) && in_rw(b->p, real) && !holds_needed(b->p, real) &&
-            !needed(b->p, real))
+            !needed(b, real))
             b->rc = list_add(&b->hidden, real);
         return;
     }
@@ -454,8 +458,11 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
             b.rc = list_add(&b.homes, real);
     /* A home folder in the workspace: every dot-entry at its top is hidden, but for
      * what the code needs (POLICY.md); its top is read-only (namespaces.c). */
-    for (size_t i = 0; i < b.homes.n && !b.rc; i++)
-        hide_dots_in(&b, b.homes.v[i], 0);
+    for (size_t i = 0; i < b.homes.n && !b.rc; i++) {
+        b.home = b.homes.v[i];
+        hide_dots_in(&b, b.home, 0);
+    }
+    b.home = NULL;
     jupyter_secrets(&b, envp, homes);
     int seen = 0;
     if (p->workspace && !b.rc)

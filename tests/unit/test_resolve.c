@@ -140,8 +140,13 @@ static void test_a_home_workspace_hides_its_dot_entries(void)
 {
     struct layout l;
     layout_make(&l);
-    const char *dirs[] = {".config/gh", ".local/lib/py/site-packages",
-                          ".local/share/jupyter", "notebooks", NULL};
+    const char *dirs[] = {".config/gh",
+                          ".local/lib/py/site-packages",
+                          ".local/share/jupyter",
+                          "notebooks",
+                          ".cache/pip",
+                          ".cache/sandpit/tmp-1",
+                          NULL};
     const char *files[] = {".pypirc", ".bash_history", "notebooks/kernel-9.json",
                            "data.csv", NULL};
     char path[256], ro[256];
@@ -160,20 +165,29 @@ static void test_a_home_workspace_hides_its_dot_entries(void)
     snprintf(ro, sizeof ro, "%s/.local/lib/py/site-packages", l.ws);
     const char *ro_paths[] = {ro, NULL};
     l.p.ro_paths = ro_paths;
+    /* a temporary folder under ~/.cache: read-write, so ~/.cache is walked too */
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s/.cache/sandpit/tmp-1", l.ws);
+    l.p.tmpdir = tmp;
     char home[256];
     snprintf(home, sizeof home, "HOME=%s", l.ws);
     char *envp[] = {home, NULL};
     struct sandbox_masks m;
     REQUIRE(sandbox_masks_build(&m, &l.p, envp, true) == 0);
-    const char *hidden[] = {
-        ".config", ".pypirc", ".bash_history", ".local/share", "notebooks/kernel-9.json",
-        NULL};
+    const char *hidden[] = {".config",
+                            ".pypirc",
+                            ".bash_history",
+                            ".local/share",
+                            ".cache/pip",
+                            "notebooks/kernel-9.json",
+                            NULL};
     for (const char *const *h = hidden; *h; h++) {
         snprintf(path, sizeof path, "%s/%.100s", l.ws, *h);
         CHECK(listed(m.hidden, path));
     }
-    const char *kept[] = {".local",    ".local/lib", ".local/lib/py/site-packages",
-                          "notebooks", "data.csv",   NULL};
+    const char *kept[] = {".local",    ".local/lib",     ".local/lib/py/site-packages",
+                          ".cache",    ".cache/sandpit", ".cache/sandpit/tmp-1",
+                          "notebooks", "data.csv",       NULL};
     for (const char *const *k = kept; *k; k++) {
         snprintf(path, sizeof path, "%s/%.100s", l.ws, *k);
         CHECK(!listed(m.hidden, path));
