@@ -295,12 +295,15 @@ static void hide_dots_in(struct build *b, const char *dir, int depth)
         return;
     }
     struct dirent *e;
-    for (int n = 0; !b->rc && n < DOTS_MAX_ENTRIES && (e = readdir(d)); n++) {
+    int n = 0;
+    while (!b->rc && (e = readdir(d))) {
         char path[PATH_MAX];
         if ((depth == 0 && e->d_name[0] != '.') || strcmp(e->d_name, ".") == 0 ||
             strcmp(e->d_name, "..") == 0 ||
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
             continue;
+        if (n++ == DOTS_MAX_ENTRIES)
+            break; /* what is beyond stays read-only (the home's top is), not hidden */
         hide_dot_entry(b, path, depth);
     }
     closedir(d);
