@@ -17,11 +17,9 @@ Each case asserts what must hold where the machine has a mount namespace; where
 it has none, that the report names the gap.
 """
 
-import errno
 import json
 import os
 import pathlib
-import re
 import time
 import uuid
 
@@ -227,8 +225,8 @@ def test_a_connection_file_in_the_workspace_cannot_be_moved_out(jupyter_dir, tmp
     k = start_with_connection_file("sandpit", ws, ws / "sub" / "conn.json")
     try:
         if mount_layer(k)["state"] != "active":
-            pytest.skip("no mount namespace here: test_report and test_home check "
-                        "that the report names what cannot be hidden")
+            assert_gaps_named(k, [ws / "sub" / "conn.json", ws / "kernel-1111.json"])
+            return
         got = attempts(k, [("rename", "sub", "sub2"), ("rename", "sub/conn.json", "c"),
                            ("read", "sub/conn.json")]
                        + [("read", n) for n in others]
@@ -254,6 +252,33 @@ def test_a_connection_file_in_the_workspace_cannot_be_moved_out(jupyter_dir, tmp
         stop(k)
 
 
+def assert_gaps_named(k, paths):
+    """Without a mount namespace nothing can cover a file in the workspace: the
+    report names each one that stays readable."""
+    detail = mount_layer(k)["detail"]
+    for path in paths:
+        assert "%s cannot be hidden on this machine" % path in detail, (path, detail)
+
+
+def test_without_a_mount_namespace_the_report_names_each_key_left_open(jupyter_dir,
+                                                                       tmp_path):
+    """The degraded machine of tests/sandbox/test_degraded.py (no user namespaces,
+    no Landlock): the connection file and other kernels' ones stay readable, and
+    the report says so, file by file."""
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "sandbox"))
+    from test_degraded import degraded_spec
+    ws = tmp_path / "ws"
+    write(ws, {"kernel-1111.json": json.dumps({"key": KEY}), "sub/x": ""})
+    name, _ = degraded_spec(jupyter_dir, tmp_path)
+    k = start_with_connection_file(name, ws, ws / "sub" / "conn.json")
+    try:
+        assert mount_layer(k)["state"] in ("unavailable", "failed")
+        assert_gaps_named(k, [ws / "sub" / "conn.json", ws / "kernel-1111.json"])
+    finally:
+        stop(k)
+
+
 def test_a_replaced_connection_file_stops_the_next_worker(jupyter_dir, tmp_path):
     """Moved by something other than a cell (which cannot): the key may lie open
     elsewhere, so the next worker does not start, and the log says why."""
@@ -264,8 +289,6 @@ def test_a_replaced_connection_file_stops_the_next_worker(jupyter_dir, tmp_path)
     with open(log, "wb") as f:
         k = start_with_connection_file(name, ws, ws / "sub" / "conn.json", stderr=f)
     try:
-        if mount_layer(k)["state"] != "active":
-            pytest.skip("no mount namespace here")
         conn = ws / "sub" / "conn.json"
         os.rename(conn, ws / "moved.json")
         conn.write_text((ws / "moved.json").read_text())
@@ -320,8 +343,10 @@ def test_further_attempts_on_a_home_workspace(jupyter_dir, home):
                JUPYTER_PATH=os.environ["JUPYTER_PATH"] + ":share/jupyter")
     k = start(name, cwd=str(home), env=env)
     try:
-        if mount_layer(k)["state"] != "active":
-            pytest.skip("no mount namespace here")
+        mnt = mount_layer(k)
+        if mnt["state"] != "active":
+            assert "the top of the home folder %s stays writable" % home in mnt["detail"]
+            return
         got = json.loads(k.run(PROBES))
         assert got == {"link target": "EACCES", "hard link": "EXDEV",
                        "relative JUPYTER_PATH": "EROFS", "venv file": "EROFS",
@@ -377,8 +402,11 @@ def test_what_tools_run_from_a_project_is_read_only(jupyter_dir, tmp_path):
                "sub/code.py": ""})
     k = start("sandpit", cwd=str(ws))
     try:
-        if mount_layer(k)["state"] != "active":
-            pytest.skip("no mount namespace here")
+        mnt = mount_layer(k)
+        if mnt["state"] != "active":
+            for rel in (".git", "sub/.git", "sub/.vscode"):
+                assert "%s stays writable" % (ws / rel) in mnt["detail"], mnt
+            return
         got = attempts(k, [("create", ".git/hooks/post-checkout"),
                            ("append", ".git/config"), ("append", "sub/.git"),
                            ("append", "sub/.vscode/settings.json"),
