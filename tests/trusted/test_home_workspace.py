@@ -148,7 +148,8 @@ MISSING = {"PYTHONPATH": "lib", "IPYTHONDIR": "ipython", "JUPYTER_CONFIG_DIR": "
            "PYTHONSTARTUP": "startup/rc.py", "JUPYTER_DATA_DIR": "jdata"}
 PLANTS = [("create", "lib/helpers.py"), ("mkdir", "ipython/profile_default/startup"),
           ("create", "jcfg/jupyter_server_config.py"), ("append", "startup/rc.py"),
-          ("mkdir", "jdata/kernels/sh"), ("rename", "lib", "lib-old"),
+          ("mkdir", "jdata/kernels/sh"), ("mkdir", "jdata/runtime/x"),
+          ("rename", "lib", "lib-old"),
           ("rename", "startup", "startup-old"), ("rename", "jcfg", "jcfg-old")]
 
 
@@ -176,7 +177,10 @@ def test_missing_protected_paths_stay_uncreatable(jupyter_dir, tmp_path):
                                                  "jdata"])
         for rel in ("lib", "ipython", "jcfg"):
             assert os.listdir(ws / rel) == [], rel
-        assert not (ws / "jdata/kernels").exists()  # (jdata/runtime: made, hidden)
+        assert not (ws / "jdata/kernels").exists()
+        # made before any cell, and hidden: what Jupyter writes there later stays
+        # out of the cell's sight
+        assert os.listdir(ws / "jdata/runtime") == []
         assert (ws / "startup/rc.py").read_text() == ""
     finally:
         stop(k)
