@@ -124,7 +124,7 @@ static int check_sandbox_main(int argc, char **argv)
     /* What a worker would mask of the user's setup (home.h), from this environment. */
     extern char **environ;
     struct sandbox_masks masks;
-    if (sandbox_masks_build(&masks, &p, environ) == 0) {
+    if (sandbox_masks_build(&masks, &p, environ, false) == 0) {
         p.hidden_paths = (const char *const *)masks.hidden;
         p.readonly_paths = (const char *const *)masks.readonly;
         p.home_dirs = (const char *const *)masks.homes;

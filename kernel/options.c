@@ -83,8 +83,9 @@ static const struct opt table[] = {
      "DIR    a virtual environment whose packages the code may import (read-only)"},
     {"read", OPT_LIST, OFF(read_dirs),
      "DIR    a folder the code may read but not write; may be given more than once"},
-    {"tmpdir", OPT_STRING, OFF(tmpdir), NULL}, /* internal: supervisor to worker */
-    {"hide", OPT_STRING, OFF(hide), NULL},     /* internal: supervisor to worker */
+    {"tmpdir", OPT_STRING, OFF(tmpdir), NULL},   /* internal: supervisor to worker */
+    {"hide", OPT_STRING, OFF(hide), NULL},       /* internal: supervisor to worker */
+    {"hide-id", OPT_STRING, OFF(hide_id), NULL}, /* internal: its device:inode */
 };
 
 #define NOPTS (sizeof table / sizeof table[0])
@@ -117,6 +118,7 @@ void options_release(struct options *o)
     free(o->preload);
     free(o->tmpdir);
     free(o->hide);
+    free(o->hide_id);
     free(o->pass_env);
     free(o->seed);
     free(o->history);

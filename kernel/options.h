@@ -54,7 +54,8 @@ struct options {
     char *venv;     /* a virtual environment the code imports from, read-only */
     struct options_list read_dirs; /* --read: folders the code may read */
     char *tmpdir;                  /* internal: the worker's private temporary folder */
-    char *hide; /* internal: a file the worker must not read (the key's) */
+    char *hide;    /* internal: a file the worker must not read (the key's) */
+    char *hide_id; /* internal: "device:inode" of hide when the supervisor started */
 };
 
 void options_init(struct options *o);

@@ -15,7 +15,10 @@
  */
 #include "sandbox/home.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -117,15 +120,44 @@ static bool holds_rw(const struct sandbox_policy *p, const char *path)
 
 struct build {
     const struct sandbox_policy *p;
-    struct list hidden, readonly, homes, skipped;
+    struct list hidden, readonly, homes, skipped, made;
+    bool create;
+    const char *home; /* the home folder whose dot-entries are being walked */
+    char *why;        /* the masks' why[] */
+    size_t why_len;
     int rc;
 };
 
+/* The real path of a candidate into real: false if there is none. A missing one is
+ * made where a cell could make it (with create, resolve.c); one reached through a link
+ * a cell could turn stops the build. */
+static bool resolve(struct build *b, const char *path, enum sandbox_kind kind, char *real)
+{
+    bool made = false;
+    int rc = sandbox_resolve(b->p, (const char *const *)b->homes.v, path,
+                             b->create ? kind : SANDBOX_KIND_ANY, real, PATH_MAX, &made);
+    if (rc == -ELOOP && b->create) {
+        snprintf(
+            b->why, b->why_len,
+            "%.200s is reached through a symbolic link in the workspace, which the code "
+            "could point elsewhere between two workers: name the real folder instead",
+            path);
+        b->rc = rc;
+        return false;
+    }
+    if (rc == 0 && made)
+        b->rc = list_add(&b->made, real);
+    if (rc == -ENOENT)
+        return false;
+    return rc == 0 || realpath(path, real); /* unusual errors: as realpath sees it */
+}
+
 /* Adds a candidate: its real path, if it exists, to the list it belongs in. */
-static void candidate(struct build *b, const char *path, bool secret)
+static void candidate_kind(struct build *b, const char *path, bool secret,
+                           enum sandbox_kind kind)
 {
     char real[PATH_MAX];
-    if (b->rc || !path || path[0] != '/' || !realpath(path, real))
+    if (b->rc || !path || path[0] != '/' || !resolve(b, path, kind, real) || b->rc)
         return;
     if (holds_rw(b->p, real)) {
         b->rc = list_add(&b->skipped, real);
@@ -147,11 +179,35 @@ static void candidate(struct build *b, const char *path, bool secret)
     b->rc = list_add(&b->readonly, real);
 }
 
+static void candidate(struct build *b, const char *path, bool secret)
+{
+    candidate_kind(b, path, secret, SANDBOX_KIND_ANY);
+}
+
+/* A place the environment names for Jupyter, IPython or Python: made if missing. */
+static void named(struct build *b, const char *path, bool secret, enum sandbox_kind kind)
+{
+    candidate_kind(b, path, secret, kind);
+}
+
 static void candidate_in(struct build *b, const char *dir, const char *name, bool secret)
 {
     char path[PATH_MAX];
     if (dir && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path)
         candidate(b, path, secret);
+}
+
+/* An entry of a list of folders (JUPYTER_PATH, PATH): a relative one is taken as the
+ * workspace's, where Jupyter and shells started there would look (kept read-only if it
+ * exists; not made: a relative PATH entry names a different folder in each). */
+static void named_in_workspace(struct build *b, const char *dir, bool secret)
+{
+    char path[PATH_MAX];
+    if (dir[0] == '/')
+        named(b, dir, secret, SANDBOX_KIND_DIR);
+    else if (b->p->workspace && snprintf(path, sizeof path, "%s/%s", b->p->workspace,
+                                         dir) < (int)sizeof path)
+        named(b, path, secret, SANDBOX_KIND_ANY);
 }
 
 /* Each entry of a colon-separated list, with name appended (NULL: the entry). */
@@ -167,17 +223,233 @@ static void candidates_in_list(struct build *b, const char *list, const char *na
             if (name)
                 candidate_in(b, dir, name, secret);
             else
-                candidate(b, dir, secret);
+                named_in_workspace(b, dir, secret);
         }
         s += n + (s[n] == ':');
     }
 }
 
+/* True if the code needs path or something beneath it: a read-write path, or one of
+ * the policy's read-only paths (the interpreter's, --venv, --read, PYTHONPATH). */
+static bool holds_needed(const struct sandbox_policy *p, const char *path)
+{
+    if (holds_rw(p, path))
+        return true;
+    for (const char *const *s = p->ro_paths; s && *s; s++)
+        if (beneath(*s, path))
+            return true;
+    return false;
+}
+
+/* True if path is needed whole: it is, or lies in, a read-write or read-only path of
+ * the policy, other than one that holds the home folder being walked. */
+static bool needed(const struct build *b, const char *path)
+{
+    const struct sandbox_policy *p = b->p;
+    const char *const tmp[2] = {p->tmpdir, NULL};
+    const char *const *lists[3] = {tmp, p->rw_paths, p->ro_paths};
+    for (int i = 0; i < 3; i++)
+        for (const char *const *s = lists[i]; s && *s; s++)
+            if (beneath(path, *s) && !(b->home && beneath(b->home, *s)))
+                return true;
+    return false;
+}
+
+#define DOTS_MAX_ENTRIES 4096
+#define DOTS_MAX_DEPTH   8
+
+static void hide_dots_in(struct build *b, const char *dir, int depth);
+
+/* One entry met by hide_dots_in: hidden, unless the code needs it; a folder that holds
+ * something needed is walked, and only what it does not need is hidden. */
+static void hide_dot_entry(struct build *b, const char *path, int depth)
+{
+    struct stat st;
+    char real[PATH_MAX];
+    if (needed(b, path) || lstat(path, &st) < 0)
+        return;
+    if (S_ISLNK(st.st_mode)) {
+        /* Where it leads in a read-write path, that is hidden instead (a dot-file kept
+         * in a folder of dot-files); elsewhere Landlock and the read-only mounts judge
+         * it, and covering it could cover a system folder. */
+        if (realpath(path, real) && in_rw(b->p, real) && !holds_needed(b->p, real) &&
+            !needed(b, real))
+            b->rc = list_add(&b->hidden, real);
+        return;
+    }
+    if (!holds_needed(b->p, path))
+        b->rc = list_add(&b->hidden, path);
+    else if (S_ISDIR(st.st_mode) && depth < DOTS_MAX_DEPTH)
+        hide_dots_in(b, path, depth + 1);
+}
+
+/* The dot-entries at the top of a home folder (depth 0), or every entry of a folder
+ * beneath one that holds something the code needs. */
+static void hide_dots_in(struct build *b, const char *dir, int depth)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *e;
+    int n = 0;
+    while (!b->rc && (e = readdir(d))) {
+        char path[PATH_MAX];
+        if ((depth == 0 && e->d_name[0] != '.') || strcmp(e->d_name, ".") == 0 ||
+            strcmp(e->d_name, "..") == 0 ||
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+            continue;
+        if (n++ == DOTS_MAX_ENTRIES)
+            break; /* what is beyond stays read-only (the home's top is), not hidden */
+        hide_dot_entry(b, path, depth);
+    }
+    closedir(d);
+}
+
+/* Names of the files that hold a Jupyter key or token: connection files (jupyter_client's
+ * kernel-<id>.json), a server's information and its browser-opening page, secrets. */
+static const char *const key_patterns[] = {
+    "kernel-*.json",        "jpserver-*.json",
+    "nbserver-*.json",      "jpserver-*-open.html",
+    "nbserver-*-open.html", "jupyter_cookie_secret",
+    "notebook_secret",      NULL,
+};
+
+/* What a version-control tool or an editor runs from a project without asking: git's
+ * hooks and config (core.fsmonitor, core.pager, a gitdir: file pointing elsewhere),
+ * Mercurial's hooks, VS Code's settings (an interpreter path it runs on opening). */
+static bool is_tool_folder(const char *name)
+{
+    return strcmp(name, ".git") == 0 || strcmp(name, ".hg") == 0 ||
+           strcmp(name, ".vscode") == 0;
+}
+
+#define SCAN_MAX_DEPTH   2     /* the workspace, its folders, and theirs */
+#define SCAN_MAX_ENTRIES 65536 /* in all: a bound on the time a worker's start takes */
+
+/* The type of a folder's entry, from readdir where the file system gives it (most do:
+ * no stat for each of thousands of files), else from fstatat without following it. */
+static int entry_type(int dirfd, const struct dirent *e)
+{
+    struct stat st;
+    if (e->d_type != DT_UNKNOWN)
+        return e->d_type;
+    if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return DT_UNKNOWN;
+    return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+}
+
+static bool is_key_file(const char *name)
+{
+    if (!strchr("kjn",
+                name[0])) /* what every pattern starts with: most names stop here */
+        return false;
+    for (const char *const *k = key_patterns; *k; k++)
+        if (fnmatch(*k, name, 0) == 0)
+            return true;
+    return false;
+}
+
+/* Every file in the workspace named like one that holds a key, down to SCAN_MAX_DEPTH
+ * folders: hidden; every tool folder (is_tool_folder): read-only. Each folder is
+ * opened relative to the one above (name in dirfd), never following a link; path is
+ * what the list gets. */
+static void scan_keys(struct build *b, int dirfd, const char *name, const char *path,
+                      int depth, int *seen)
+{
+    int fd =
+        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *e;
+    while (!b->rc && (*seen)++ < SCAN_MAX_ENTRIES && (e = readdir(d))) {
+        char sub[PATH_MAX];
+        int type = entry_type(fd, e);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub)
+            continue;
+        if (is_tool_folder(e->d_name) && (type == DT_DIR || type == DT_REG))
+            candidate(b, sub, false);
+        else if (type == DT_DIR && depth < SCAN_MAX_DEPTH)
+            scan_keys(b, fd, e->d_name, sub, depth + 1, seen);
+        else if (type == DT_REG && is_key_file(e->d_name))
+            b->rc = list_add(&b->hidden, sub);
+    }
+    closedir(d);
+}
+
+/* Where Jupyter keeps its runtime files, and what in its data folders is secret. */
+static void jupyter_secrets(struct build *b, char *const envp[], const char *const *homes)
+{
+    const char *data = env_get(envp, "JUPYTER_DATA_DIR");
+    const char *xdg_data = env_get(envp, "XDG_DATA_HOME");
+    char dir[PATH_MAX];
+    /* Connection files: every runtime folder Jupyter uses or used, made if missing
+     * (a cell could read what another kernel writes there later). */
+    named(b, env_get(envp, "JUPYTER_RUNTIME_DIR"), true, SANDBOX_KIND_DIR);
+    if (data && snprintf(dir, sizeof dir, "%s/runtime", data) < (int)sizeof dir)
+        named(b, dir, true, SANDBOX_KIND_DIR);
+    candidate_in(b, data, "notebook_secret", true);
+    if (xdg_data &&
+        snprintf(dir, sizeof dir, "%s/jupyter/runtime", xdg_data) < (int)sizeof dir)
+        named(b, dir, true, SANDBOX_KIND_DIR);
+    if (xdg_data && snprintf(dir, sizeof dir, "%s/jupyter/notebook_secret", xdg_data) <
+                        (int)sizeof dir)
+        candidate(b, dir, true);
+    candidate_in(b, env_get(envp, "XDG_RUNTIME_DIR"), "jupyter", true);
+    for (int i = 0; i < 2; i++) {
+        if (!homes[i] || homes[i][0] != '/')
+            continue;
+        candidate_in(b, homes[i], ".local/share/jupyter/runtime", true);
+        candidate_in(b, homes[i], ".local/share/jupyter/notebook_secret", true);
+        for (const char *const *s = secret_names; *s; s++)
+            candidate_in(b, homes[i], *s, true);
+    }
+}
+
+/* What runs code unconfined later: made read-only (and made, if missing). */
+static void setup_paths(struct build *b, char *const envp[], const char *const *homes)
+{
+    const char *data = env_get(envp, "JUPYTER_DATA_DIR");
+    const char *xdg_data = env_get(envp, "XDG_DATA_HOME");
+    char dir[PATH_MAX];
+    /* Kernelspecs, extensions and configuration: code Jupyter runs unconfined. */
+    named(b, data, false, SANDBOX_KIND_DIR);
+    if (xdg_data && snprintf(dir, sizeof dir, "%s/jupyter", xdg_data) < (int)sizeof dir)
+        named(b, dir, false, SANDBOX_KIND_DIR);
+    candidates_in_list(b, env_get(envp, "JUPYTER_PATH"), NULL, false);
+    named(b, env_get(envp, "JUPYTER_CONFIG_DIR"), false, SANDBOX_KIND_DIR);
+    candidates_in_list(b, env_get(envp, "JUPYTER_CONFIG_PATH"), NULL, false);
+    named(b, env_get(envp, "XDG_CONFIG_HOME"), false, SANDBOX_KIND_DIR);
+    named(b, env_get(envp, "IPYTHONDIR"), false, SANDBOX_KIND_DIR);
+    named(b, env_get(envp, "PYTHONSTARTUP"), false, SANDBOX_KIND_FILE);
+    named(b, env_get(envp, "PYTHONUSERBASE"), false, SANDBOX_KIND_DIR);
+    /* Modules every Python of the user imports at start-up. */
+    candidates_in_list(b, env_get(envp, "PYTHONPATH"), "sitecustomize.py", false);
+    candidates_in_list(b, env_get(envp, "PYTHONPATH"), "usercustomize.py", false);
+    /* Programs the user's shell runs by name: every folder on PATH, and the ones a
+     * login puts there when they exist (Debian's ~/.profile: ~/bin, ~/.local/bin). */
+    candidates_in_list(b, env_get(envp, "PATH"), NULL, false);
+    for (int i = 0; i < 2; i++) {
+        candidate_in(b, homes[i], "bin", false);
+        candidate_in(b, homes[i], ".local/bin", false);
+        for (const char *const *s = startup_names; homes[i] && *s; s++)
+            candidate_in(b, homes[i], *s, false);
+    }
+}
+
 int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
-                        char *const envp[])
+                        char *const envp[], bool create)
 {
     memset(m, 0, sizeof *m);
-    struct build b = {.p = p};
+    struct build b = {.p = p, .create = create, .why = m->why, .why_len = sizeof m->why};
     const char *homes[2] = {env_get(envp, "HOME"), NULL};
     struct passwd *pw = getpwuid(getuid());
     if (pw && pw->pw_dir)
@@ -187,43 +459,19 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
         if (homes[i] && homes[i][0] == '/' && realpath(homes[i], real) &&
             strcmp(real, "/") != 0 && in_rw(p, real) && !b.rc)
             b.rc = list_add(&b.homes, real);
-
-    const char *data = env_get(envp, "JUPYTER_DATA_DIR");
-    const char *xdg_data = env_get(envp, "XDG_DATA_HOME");
-    const char *xdg_config = env_get(envp, "XDG_CONFIG_HOME");
-    const char *xdg_runtime = env_get(envp, "XDG_RUNTIME_DIR");
-    /* Connection files: every runtime folder Jupyter uses or used. */
-    candidate(&b, env_get(envp, "JUPYTER_RUNTIME_DIR"), true);
-    candidate_in(&b, data, "runtime", true);
-    if (xdg_data) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s/jupyter/runtime", xdg_data);
-        candidate(&b, dir, true);
+    /* A home folder in the workspace: every dot-entry at its top is hidden, but for
+     * what the code needs (POLICY.md); its top is read-only (namespaces.c). */
+    for (size_t i = 0; i < b.homes.n && !b.rc; i++) {
+        b.home = b.homes.v[i];
+        hide_dots_in(&b, b.home, 0);
     }
-    candidate_in(&b, xdg_runtime, "jupyter", true);
-    for (int i = 0; i < 2; i++) {
-        if (!homes[i] || homes[i][0] != '/')
-            continue;
-        candidate_in(&b, homes[i], ".local/share/jupyter/runtime", true);
-        for (const char *const *s = secret_names; *s; s++)
-            candidate_in(&b, homes[i], *s, true);
-    }
-    /* Kernelspecs, extensions and configuration: code Jupyter runs unconfined. */
-    candidate(&b, data, false);
-    candidate_in(&b, xdg_data, "jupyter", false);
-    candidates_in_list(&b, env_get(envp, "JUPYTER_PATH"), NULL, false);
-    candidate(&b, env_get(envp, "JUPYTER_CONFIG_DIR"), false);
-    candidates_in_list(&b, env_get(envp, "JUPYTER_CONFIG_PATH"), NULL, false);
-    candidate(&b, xdg_config, false);
-    candidate(&b, env_get(envp, "IPYTHONDIR"), false);
-    candidate(&b, env_get(envp, "PYTHONSTARTUP"), false);
-    candidate(&b, env_get(envp, "PYTHONUSERBASE"), false);
-    /* Modules every Python of the user imports at start-up. */
-    candidates_in_list(&b, env_get(envp, "PYTHONPATH"), "sitecustomize.py", false);
-    candidates_in_list(&b, env_get(envp, "PYTHONPATH"), "usercustomize.py", false);
-    for (int i = 0; i < 2; i++)
-        for (const char *const *s = startup_names; homes[i] && *s; s++)
-            candidate_in(&b, homes[i], *s, false);
+    b.home = NULL;
+    jupyter_secrets(&b, envp, homes);
+    int seen = 0;
+    if (p->workspace && !b.rc)
+        scan_keys(&b, AT_FDCWD, p->workspace, p->workspace, 0, &seen);
+    m->scan_cut = seen > SCAN_MAX_ENTRIES;
+    setup_paths(&b, envp, homes);
     /* What the policy gives to read only (a virtual environment, --read folders,
      * PYTHONPATH) stays read-only where it lies in a read-write path. */
     for (const char *const *s = p->ro_paths; s && *s; s++)
@@ -234,6 +482,7 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
     m->readonly = b.readonly.v;
     m->homes = b.homes.v;
     m->skipped = b.skipped.v;
+    m->made = b.made.v;
     if (b.rc) {
         sandbox_masks_release(m);
         return b.rc;
@@ -247,5 +496,6 @@ void sandbox_masks_release(struct sandbox_masks *m)
     list_free(m->readonly);
     list_free(m->homes);
     list_free(m->skipped);
-    memset(m, 0, sizeof *m);
+    list_free(m->made);
+    m->hidden = m->readonly = m->homes = m->skipped = m->made = NULL;
 }

@@ -59,6 +59,19 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
                               struct sandbox_layer *net, struct sandbox_layer *mnt,
                               bool small_tmpfs);
 
+/* namespaces.c, for masks.c: "./x" or "~/x" appended to a list for the report;
+ * mount_setattr(MOUNT_ATTR_RDONLY) set or cleared on path. */
+void sandbox__list_path(char *list, size_t size, const char *path, const char *workspace);
+int sandbox__mount_rdonly(const char *path, bool rdonly, bool recursive);
+
+/* masks.c: in the worker's mount namespace, once every mount is read-only but the
+ * read-write paths: the top of each home_dirs locked, the folders between a read-write
+ * path and each readonly or hidden path inside it pinned (bound on themselves, so that
+ * no cell can rename them and move what they hold), then each readonly_paths bound
+ * read-only. Appends to the report's lists masked and locked (size bytes each). */
+void sandbox__masks_mount(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                          char *masked, char *locked, size_t size);
+
 /* Empties the bounding, ambient, inheritable, permitted and effective sets. */
 int sandbox__caps_drop(struct sandbox_layer *l);
 

@@ -355,39 +355,14 @@ static void list_path(char *list, size_t size, const char *path, const char *wor
         memcpy(list + size - 4, "...", 4); /* the report's detail is bounded too */
 }
 
-#define HOME_MAX_ENTRIES 1024
-
-/* The top of a home folder inside the workspace: read-only, but for each entry that is
- * not a dot-file, bound on itself so that it stays writable. Nothing can then make a
- * new ~/.bash_profile or ~/.local, nor change those there. Returns the number of
- * entries kept writable, or -errno. */
-static int lock_home(const char *home, struct sandbox_layer *mnt)
+void sandbox__list_path(char *list, size_t size, const char *path, const char *workspace)
 {
-    if (mount(home, home, NULL, MS_BIND | MS_REC, NULL) < 0)
-        return -errno;
-    DIR *d = opendir(home);
-    if (!d)
-        return -errno;
-    int kept = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char path[PATH_MAX];
-        struct stat st;
-        if (e->d_name[0] == '.' ||
-            snprintf(path, sizeof path, "%s/%s", home, e->d_name) >= (int)sizeof path ||
-            lstat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-            continue; /* a symbolic link leads elsewhere: Landlock judges its target */
-        if (kept == HOME_MAX_ENTRIES) {
-            sandbox__layer_note(mnt, "only %d entries at the top of %s stay writable",
-                                HOME_MAX_ENTRIES, home);
-            break;
-        }
-        if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) == 0)
-            kept++;
-    }
-    closedir(d);
-    int rc = mount_setattr_rdonly(home, true, false);
-    return rc < 0 ? rc : kept;
+    list_path(list, size, path, workspace);
+}
+
+int sandbox__mount_rdonly(const char *path, bool rdonly, bool recursive)
+{
+    return mount_setattr_rdonly(path, rdonly, recursive);
 }
 
 /* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
@@ -450,23 +425,8 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
     }
     /* What of the user's setup lies in the read-write paths: home.h. */
     char masked[SANDBOX_DETAIL_MAX] = "", locked[SANDBOX_DETAIL_MAX] = "";
-    for (const char *const *h = p->home_dirs; can_setattr && h && *h; h++) {
-        int kept = lock_home(*h, mnt);
-        if (kept < 0)
-            sandbox__layer_note(mnt, "cannot lock the top of %s: %s", *h,
-                                strerror(-kept));
-        else
-            list_path(locked, sizeof locked, *h, p->workspace);
-    }
-    for (const char *const *r = p->readonly_paths; can_setattr && r && *r; r++) {
-        int m = mount(*r, *r, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
-        if (m == 0)
-            m = mount_setattr_rdonly(*r, true, true);
-        if (m < 0)
-            sandbox__layer_note(mnt, "cannot make %s read-only: %s", *r, strerror(-m));
-        else
-            list_path(masked, sizeof masked, *r, p->workspace);
-    }
+    if (can_setattr)
+        sandbox__masks_mount(p, mnt, masked, locked, sizeof masked);
     int hide_rc = 0;
     size_t hidden = 0;
     char cover_buf[PATH_MAX], hidden_list[SANDBOX_DETAIL_MAX] = "";

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,9 +311,18 @@ static int prepare_folders(struct supervisor *s)
     if (!(opts->tmpdir = strdup(s->tmpdir)))
         return -ENOMEM;
     char conn_real[PATH_MAX];
+    struct stat st;
     if (realpath(opts->connection_file, conn_real)) {
         free(opts->hide);
         opts->hide = strdup(conn_real);
+        /* Each worker checks that the path still names this file (worker.c). */
+        char id[64];
+        if (stat(conn_real, &st) == 0) {
+            snprintf(id, sizeof id, "%llu:%llu", (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino);
+            free(opts->hide_id);
+            opts->hide_id = strdup(id);
+        }
     }
     return 0;
 }

@@ -771,7 +771,7 @@ int pyrt_init(char *err, size_t errlen)
     return 0;
 }
 
-void pyrt_preload(const char *modules)
+void pyrt_preload(const char *modules, bool quiet)
 {
     char *copy = strdup(modules), *save = NULL;
     for (char *name = copy ? strtok_r(copy, ",", &save) : NULL; name;
@@ -784,7 +784,10 @@ void pyrt_preload(const char *modules)
         if (!m) {
             char err[512];
             fmt_exception(err, sizeof err, name);
-            log_warn("cannot preload %s", err);
+            if (quiet)
+                log_debug("not preloaded before the sandbox locks: %s", err);
+            else
+                log_warn("cannot preload %s", err);
         }
         Py_XDECREF(m);
     }

@@ -40,8 +40,10 @@ void pyrt_add_site_dir(const char *dir);
  * Python is initialised (the magic number is its importer's). */
 bool pyrt_bytecode_fits(const unsigned char *data, size_t len);
 
-/* Imports each module of a comma-separated list; a failure is logged, not fatal. */
-void pyrt_preload(const char *modules);
+/* Imports each module of a comma-separated list; a failure is logged (at debug level
+ * when quiet: a second call will try again), not fatal. One already imported is not
+ * imported again. */
+void pyrt_preload(const char *modules, bool quiet);
 
 /* The interpreter's version ("3.11.2"); static storage. */
 const char *pyrt_version(void);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel/link/frames.h"
@@ -99,19 +100,62 @@ static bool pth_paths(const char *site, char **v, size_t *n, size_t max)
     return ok;
 }
 
+/* Each PYTHONPATH entry (relative ones are the workspace's) by its real path, into
+ * v[*n] on (up to v[max - 1]). One missing where a cell could make it is made empty
+ * first (sandbox_resolve), so that the mount namespace binds it read-only before any
+ * cell: else a cell could write lib/helpers.py, which the next worker's --preload
+ * imports before seccomp. 0, -ENOMEM, or -ELOOP with why set. */
+static int pythonpath_paths(const char *pp, const struct sandbox_policy *p, char **v,
+                            size_t *n, size_t max, char *why, size_t len)
+{
+    for (const char *s = pp; s && *s && *n < max;) {
+        size_t k = strcspn(s, ":");
+        char entry[PATH_MAX], real[PATH_MAX];
+        bool made = false;
+        int rc = -ENOENT;
+        if (k && k < sizeof entry - strlen(p->workspace) - 1) {
+            if (s[0] == '/')
+                snprintf(entry, sizeof entry, "%.*s", (int)k, s);
+            else
+                snprintf(entry, sizeof entry, "%s/%.*s", p->workspace, (int)k, s);
+            rc = sandbox_resolve(p, NULL, entry,
+                                 p->enabled ? SANDBOX_KIND_DIR : SANDBOX_KIND_ANY, real,
+                                 sizeof real, &made);
+            if (rc < 0 && rc != -ENOENT && (rc != -ELOOP || !p->enabled))
+                rc = realpath(entry, real) ? 0 : -errno;
+        }
+        if (rc == -ELOOP) {
+            snprintf(why, len,
+                     "the PYTHONPATH entry %.200s is reached through a symbolic link in "
+                     "the workspace, which the code could point elsewhere: name the real "
+                     "folder instead",
+                     entry);
+            return rc;
+        }
+        if (made)
+            log_info("made %s (empty), so that the code cannot make it", real);
+        if (rc == 0 && !(v[(*n)++] = strdup(real)))
+            return -ENOMEM;
+        s += k + (s[k] == ':');
+    }
+    return 0;
+}
+
 /* What the code may read but not write: the interpreter's folders, the
  * virtual environment of --venv with what its .pth files name, the folders
- * of --read, and each entry of PYTHONPATH that exists (relative ones are the
- * workspace's). A new NULL-terminated array of new strings (free with
- * free_paths), or NULL. */
-static char **read_only_paths(const struct options *o)
+ * of --read, and each entry of PYTHONPATH (see pythonpath_paths). A new
+ * NULL-terminated array of new strings (free with free_paths), or NULL with
+ * why set. */
+static char **read_only_paths(const struct options *o, const struct sandbox_policy *p,
+                              char *why, size_t len)
 {
     const char *pp = getenv("PYTHONPATH");
     size_t max = sizeof python_ro_paths / sizeof *python_ro_paths + 1 + PTH_PATHS_MAX +
                  o->read_dirs.n + (pp ? strlen(pp) / 2 + 1 : 0);
-    char **v = calloc(max + 1, sizeof *v), real[PATH_MAX];
+    char **v = calloc(max + 1, sizeof *v);
     size_t n = 0;
     bool ok = v != NULL;
+    snprintf(why, len, "out of memory building the sandbox policy");
     for (size_t i = 0; ok && python_ro_paths[i]; i++)
         ok = (v[n++] = strdup(python_ro_paths[i])) != NULL;
     if (ok && o->venv) {
@@ -122,22 +166,29 @@ static char **read_only_paths(const struct options *o)
     }
     for (size_t i = 0; ok && i < o->read_dirs.n; i++)
         ok = (v[n++] = strdup(o->read_dirs.v[i])) != NULL;
-    for (const char *s = pp; ok && s && *s && n < max;) {
-        size_t len = strcspn(s, ":");
-        char entry[PATH_MAX];
-        if (len && len < sizeof entry) {
-            memcpy(entry, s, len);
-            entry[len] = 0;
-            if (realpath(entry, real))
-                ok = (v[n++] = strdup(real)) != NULL;
-        }
-        s += len + (s[len] == ':');
-    }
+    if (ok)
+        ok = pythonpath_paths(pp, p, v, &n, max, why, len) == 0;
     if (!ok) {
         free_paths(v);
         return NULL;
     }
     return v;
+}
+
+/* The connection file (--hide) must be the one the supervisor found at its start
+ * (--hide-id, its device and inode): a path names a place, and the file at a place
+ * can change. Every worker pins the folders above it (masks.c), so no cell of this
+ * kernel can move it; if something else did, its key may lie open where the cover
+ * does not go, and the worker refuses to start. */
+static bool connection_file_in_place(const struct options *o)
+{
+    struct stat st;
+    unsigned long long dev, ino;
+    if (!o->hide || !o->hide_id || sscanf(o->hide_id, "%llu:%llu", &dev, &ino) != 2)
+        return true;
+    if (stat(o->hide, &st) < 0)
+        return errno == ENOENT; /* removed (sandpit run removes its own): no key there */
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 static void set_environment(const struct options *o)
@@ -205,6 +256,64 @@ static void stopwatch_step(struct stopwatch *w, const char *step)
               (now - w->last) * 1e3, faults - w->faults, (now - w->start) * 1e3);
     w->last = now;
     w->faults = faults;
+}
+
+/* PYTHONPATH without the entries that lie in a read-write path (new string). */
+static char *pythonpath_outside(const char *pp, const struct sandbox_policy *p)
+{
+    size_t size = strlen(pp) + 1, len = 0;
+    char *out = calloc(size, 1);
+    for (const char *s = pp; out && *s;) {
+        size_t k = strcspn(s, ":");
+        char entry[PATH_MAX], real[PATH_MAX];
+        bool inside = false;
+        if (k && k < sizeof entry - strlen(p->workspace) - 1) {
+            if (s[0] == '/')
+                snprintf(entry, sizeof entry, "%.*s", (int)k, s);
+            else
+                snprintf(entry, sizeof entry, "%s/%.*s", p->workspace, (int)k, s);
+            inside = realpath(entry, real) && sandbox_path_writable(p, NULL, real);
+        }
+        if (k && !inside)
+            len += (size_t)snprintf(out + len, size - len, "%s%.*s", len ? ":" : "",
+                                    (int)k, s);
+        s += k + (s[k] == ':');
+    }
+    return out;
+}
+
+/* What of the user's code a worker imports: PYTHONPATH, --venv's site-packages with
+ * its .pth files, --preload. Before seccomp (locked false), only what lies outside the
+ * read-write paths, so that pandas and matplotlib may still run their programs at
+ * import; after it, what lies inside, so that nothing in the workspace runs unfiltered
+ * (it is read-only, but a cell of another kernel with the same workspace, or of an
+ * earlier session, may have written it). Returns whether anything waits for after. */
+static bool import_user_code(const struct options *o, const struct sandbox_policy *p,
+                             const char *pythonpath, bool locked)
+{
+    char *site = options_venv_site_packages(o);
+    bool site_inside = site && p->enabled && sandbox_path_writable(p, NULL, o->venv);
+    char *outside = pythonpath && p->enabled ? pythonpath_outside(pythonpath, p) : NULL;
+    bool path_inside = outside && strcmp(outside, pythonpath) != 0;
+    bool later = path_inside || site_inside;
+    if (!locked) {
+        if (pythonpath && (outside ? outside[0] : pythonpath[0]))
+            pyrt_add_path(outside ? outside : pythonpath);
+        if (site && !site_inside)
+            pyrt_add_site_dir(site);
+        if (o->preload)
+            pyrt_preload(o->preload, later);
+    } else if (later) {
+        if (path_inside)
+            pyrt_add_path(pythonpath);
+        if (site_inside)
+            pyrt_add_site_dir(site);
+        if (o->preload)
+            pyrt_preload(o->preload, false);
+    }
+    free(site);
+    free(outside);
+    return later;
 }
 
 /* The hello frame: the interpreter and the sandbox's report (new text). */
@@ -309,6 +418,7 @@ int worker_main(int argc, char **argv)
 
     struct sandbox_policy policy;
     struct sandbox_report report;
+    int rc;
     sandbox_policy_init(&policy);
     policy.enabled = o.sandbox;
     policy.network = o.network;
@@ -323,9 +433,17 @@ int worker_main(int argc, char **argv)
                  o.tmpdir) < (int)sizeof private_root &&
         strncmp(strrchr(private_root, '/') + 1, "sandpit-user-", 13) == 0)
         policy.private_root = private_root;
-    char **ro_paths = read_only_paths(&o);
+    char why[512];
+    char **ro_paths = read_only_paths(&o, &policy, why, sizeof why);
     if (!ro_paths) {
-        log_error("out of memory building the sandbox policy");
+        log_error("cannot confine the worker: %s", why);
+        return 3;
+    }
+    if (o.sandbox && !connection_file_in_place(&o)) {
+        log_error("cannot confine the worker: the connection file %s is no longer the "
+                  "one the kernel started with, and its key may lie elsewhere in the "
+                  "workspace",
+                  o.hide);
         return 3;
     }
     policy.ro_paths = (const char *const *)ro_paths;
@@ -333,10 +451,17 @@ int worker_main(int argc, char **argv)
      * are the user's secrets, and the user's setup is never written (home.h). */
     extern char **environ;
     struct sandbox_masks masks;
-    if (sandbox_masks_build(&masks, &policy, environ) != 0) {
-        log_error("out of memory building the sandbox policy");
+    rc = sandbox_masks_build(&masks, &policy, environ, o.sandbox);
+    if (rc != 0) {
+        log_error("cannot confine the worker: %s",
+                  masks.why[0] ? masks.why : "out of memory building the sandbox policy");
         return 3;
     }
+    if (masks.scan_cut)
+        log_warn("the workspace has too many entries near its top: connection files of "
+                 "other kernels beyond the first 65536 are not looked for");
+    for (size_t i = 0; masks.made && masks.made[i]; i++)
+        log_info("made %s (empty), so that the code cannot make it", masks.made[i]);
     size_t n_hidden = 0;
     while (masks.hidden && masks.hidden[n_hidden])
         n_hidden++;
@@ -377,24 +502,16 @@ int worker_main(int argc, char **argv)
     policy.trial = &trial;
     memset(&report, 0, sizeof report);
     stopwatch_step(&watch, "options and masks");
-    int rc = sandbox_enter(&policy, &report);
+    rc = sandbox_enter(&policy, &report);
     if (rc) {
         log_error("cannot confine the worker: %s", strerror(-rc));
         return 3;
     }
     stopwatch_step(&watch, "confined (rlimits, namespaces, Landlock)");
 
-    if (pythonpath)
-        pyrt_add_path(pythonpath);
-    free(pythonpath);
-    char *site = options_venv_site_packages(&o);
-    if (site)
-        pyrt_add_site_dir(site);
-    free(site);
-    if (o.preload) {
-        pyrt_preload(o.preload);
+    bool later = import_user_code(&o, &policy, pythonpath, false);
+    if (o.preload)
         stopwatch_step(&watch, "preloads");
-    }
     if ((rc = pump_start(o.max_output)) != 0) {
         log_error("cannot capture the output: %s", strerror(-rc));
         return 5;
@@ -407,6 +524,11 @@ int worker_main(int argc, char **argv)
         return 3;
     }
     stopwatch_step(&watch, "locked (seccomp)");
+    if (later) {
+        import_user_code(&o, &policy, pythonpath, true);
+        stopwatch_step(&watch, "the workspace's paths and preloads, under seccomp");
+    }
+    free(pythonpath);
     if (template) {
         pyrt_warm();
         stopwatch_step(&watch,

@@ -313,7 +313,12 @@ def add_path(pythonpath):
     imports only from the system's folders). Relative entries are the
     workspace's, as they would be from the worker's folder."""
     entries = [os.path.abspath(p) for p in pythonpath.split(os.pathsep) if p]
-    sys.path[:0] = [p for p in entries if p not in sys.path]
+    # Called again once the sandbox is locked, with the entries that lie in the
+    # workspace (worker.c): they go in PYTHONPATH's order, after the "" that
+    # stands for the workspace.
+    rest = [p for p in sys.path if p not in entries]
+    at = 1 if rest[:1] == [""] else 0
+    sys.path[:] = rest[:at] + entries + rest[at:]
     os.environ["PYTHONPATH"] = pythonpath
 
 
