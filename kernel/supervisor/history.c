@@ -1,17 +1,28 @@
-/* history: the cells of every kernel of a user, in one SQLite database.
+/* history: the cells of every kernel of a user, in one SQLite database, each
+ * kernel seeing its own workspace's alone.
  *
  * The database has IPython's tables (sessions, history, output_history), so
- * that the tools that read IPython's history read it too. Many kernels write
- * to it at once: it is in WAL mode, where readers never wait for the writer
- * and each cell is a transaction of one row, and a writer waits for another's
- * transaction at most HISTORY_BUSY_MS.
+ * that the tools that read IPython's history read it too, and one column more:
+ * sessions.workspace, the real path of the session's workspace. Every query
+ * keeps to the sessions of the kernel's workspace; the rows of a database made
+ * before the column (workspace null) belong to no workspace and are never
+ * returned. Many kernels write to it at once: it is in WAL mode, where readers
+ * never wait for the writer and each cell is a transaction of one row.
  *
  * What is hard:
- * - The supervisor must not block. A write that waits longer than the busy
- *   timeout, or fails in any other way (a corrupt file, a read-only one, a
- *   full disk), gives the database up: the history goes on in memory, with
- *   the session's cells so far when they can still be read, and the log says
- *   so once. The kernel keeps serving; only persistence is lost.
+ * - The supervisor must not block. Once open, a write waits for another
+ *   process's transaction at most HISTORY_BUSY_MS; one that still finds the
+ *   database busy waits in memory (an attached in-memory database, "pending",
+ *   which every query reads with the file) and is written at the next write,
+ *   query or retry, in order; the log says so when it lasts. Only a queue past
+ *   HISTORY_PENDING_MAX, or a write that fails in any other way (a corrupt
+ *   file, a read-only one, a full disk), gives the database up: the history
+ *   goes on in memory, with the session's cells so far, and the log says so
+ *   once. The kernel keeps serving; only persistence is lost.
+ * - No query holds the loop: each has a deadline of HISTORY_QUERY_MS, which a
+ *   progress handler and the search's own glob (history_glob.h) both keep; a
+ *   query past it is an error that says so, not a partial answer (a search
+ *   that stopped half-way would look like one that found nothing more).
  * - Nothing is quadratic. Every query is one statement with a LIMIT that walks
  *   the (session, line) key from the newest; a unique search keeps the latest
  *   row of each input with a GROUP BY, so a search of 20,000 cells is one scan
@@ -35,9 +46,14 @@
 
 #include "kernel/fsutil.h"
 #include "kernel/log.h"
+#include "kernel/monotime.h"
+#include "kernel/supervisor/history_glob.h"
 #include "protocol/errbuf.h"
 
-#define HISTORY_BUSY_MS 1000 /* longest wait for another kernel's write */
+#define HISTORY_OPEN_BUSY_MS 1000 /* at the start and the end, outside the loop */
+#define HISTORY_BUSY_MS      10   /* in the loop: longest wait for another's write */
+#define HISTORY_RETRY_S      0.25 /* between two tries of the pending cells */
+#define HISTORY_SAY_S        1.0  /* how long cells wait before the log says so */
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS sessions (session INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -46,6 +62,31 @@ static const char schema[] =
     " source_raw TEXT, PRIMARY KEY (session, line));"
     "CREATE TABLE IF NOT EXISTS output_history (session INTEGER, line INTEGER,"
     " output TEXT, PRIMARY KEY (session, line));";
+
+/* The writes that found the file busy, and what queries read: the file's rows
+ * with the pending ones over them. rid orders inputs as rowid does. */
+static const char pending_schema[] =
+    "ATTACH ':memory:' AS pending;"
+    "CREATE TABLE pending.history (session INTEGER, line INTEGER, source TEXT,"
+    " source_raw TEXT, PRIMARY KEY (session, line));"
+    "CREATE TABLE pending.output_history (session INTEGER, line INTEGER,"
+    " output TEXT, PRIMARY KEY (session, line));"
+    "CREATE TEMP VIEW h_in AS SELECT m.rowid AS rid, m.session, m.line, m.source_raw"
+    " FROM main.history AS m WHERE NOT EXISTS (SELECT 1 FROM pending.history AS p"
+    " WHERE p.session = m.session AND p.line = m.line) UNION ALL"
+    " SELECT rowid + (1 << 62), session, line, source_raw FROM pending.history;"
+    "CREATE TEMP VIEW h_out AS SELECT m.session, m.line, m.output"
+    " FROM main.output_history AS m WHERE NOT EXISTS (SELECT 1 FROM"
+    " pending.output_history AS p WHERE p.session = m.session AND p.line = m.line)"
+    " UNION ALL SELECT session, line, output FROM pending.output_history;";
+
+static const char flush_sql[] =
+    "BEGIN IMMEDIATE;"
+    "INSERT OR REPLACE INTO main.history SELECT session, line, source, source_raw"
+    " FROM pending.history ORDER BY rowid;"
+    "INSERT OR REPLACE INTO main.output_history SELECT session, line, output"
+    " FROM pending.output_history ORDER BY rowid;"
+    "DELETE FROM pending.history; DELETE FROM pending.output_history; COMMIT;";
 
 #define NOW "strftime('%Y-%m-%d %H:%M:%f', 'now', 'localtime')"
 
@@ -83,13 +124,17 @@ static int run(sqlite3 *db, const char *sql, long long a, long long b, const cha
 }
 
 /* The statements of each cell, prepared on first use and kept with the
- * database (history_add, history_set_output). */
-enum { WRITE_INPUT, WRITE_OUTPUT };
+ * database (history_add, history_set_output), and their pending twins. */
+enum { WRITE_INPUT, WRITE_OUTPUT, WRITE_PENDING_INPUT, WRITE_PENDING_OUTPUT };
 static const char *const write_sql[] = {
-    [WRITE_INPUT] = "INSERT OR REPLACE INTO history (session, line, source, source_raw) "
-                    "VALUES (?1, ?2, ?3, ?3)",
-    [WRITE_OUTPUT] = "INSERT OR REPLACE INTO output_history (session, line, output) "
-                     "VALUES (?1, ?2, ?3)",
+    [WRITE_INPUT] = "INSERT OR REPLACE INTO main.history (session, line, source, "
+                    "source_raw) VALUES (?1, ?2, ?3, ?3)",
+    [WRITE_OUTPUT] = "INSERT OR REPLACE INTO main.output_history (session, line, "
+                     "output) VALUES (?1, ?2, ?3)",
+    [WRITE_PENDING_INPUT] = "INSERT OR REPLACE INTO pending.history (session, line, "
+                            "source, source_raw) VALUES (?1, ?2, ?3, ?3)",
+    [WRITE_PENDING_OUTPUT] = "INSERT OR REPLACE INTO pending.output_history (session, "
+                             "line, output) VALUES (?1, ?2, ?3)",
 };
 
 static void finalize_writes(struct history *h)
@@ -130,15 +175,40 @@ static int run_write(struct history *h, int which, long long line, const char *t
     return rc;
 }
 
-/* Opens path (NULL: memory) with the schema in place. SQLITE_OK or a result
- * code with why; *db is NULL on failure. */
-static int open_db(const char *path, sqlite3 **db, char *why, size_t whylen)
+/* Stops a statement at the query's deadline (1: interrupt). */
+static int past_deadline(void *data)
+{
+    struct history_glob_clock *c = data;
+    if (c->deadline > 0 && monotime_now() > c->deadline) {
+        c->expired = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* sessions.workspace, added to a database made before it: its rows then have
+ * none, and belong to no workspace. Another kernel may add it at the same time. */
+static int add_workspace_column(sqlite3 *db)
+{
+    static const char probe[] = "SELECT workspace FROM main.sessions LIMIT 0";
+    if (sqlite3_exec(db, probe, NULL, NULL, NULL) == SQLITE_OK)
+        return SQLITE_OK;
+    int rc = sqlite3_exec(db, "ALTER TABLE main.sessions ADD COLUMN workspace TEXT", NULL,
+                          NULL, NULL);
+    return rc == SQLITE_OK ? rc : sqlite3_exec(db, probe, NULL, NULL, NULL);
+}
+
+/* Opens path (NULL: memory) with the schema in place, the pending tables and
+ * the search's glob. SQLITE_OK or a result code with why; *db is NULL on
+ * failure. */
+static int open_db(struct history *h, const char *path, sqlite3 **db, char *why,
+                   size_t whylen)
 {
     int rc = sqlite3_open_v2(
         path ? path : ":memory:", db,
         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK) {
-        sqlite3_busy_timeout(*db, HISTORY_BUSY_MS);
+        sqlite3_busy_timeout(*db, HISTORY_OPEN_BUSY_MS);
         /* WAL where the file system allows it; otherwise SQLite keeps its
          * rollback journal, which is slower for readers but as safe. */
         rc = sqlite3_exec(
@@ -147,25 +217,34 @@ static int open_db(const char *path, sqlite3 **db, char *why, size_t whylen)
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(*db, schema, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = add_workspace_column(*db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(*db, pending_schema, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && history_glob_register(*db, &h->clock) != 0)
+        rc = SQLITE_ERROR;
     if (rc != SQLITE_OK) {
         snprintf(why, whylen, "%s", *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
         sqlite3_close(*db);
         *db = NULL;
+        return rc;
     }
+    sqlite3_progress_handler(*db, 1000, past_deadline, &h->clock);
     return rc;
 }
 
-/* A new row in sessions: number (0: the next one) in h->session. */
+/* A new row in sessions, of this workspace: number (0: the next one) in
+ * h->session. */
 static int begin_session(struct history *h, long long number, char *why, size_t whylen)
 {
     int rc = number > 0 ? run(h->db,
-                              "INSERT INTO sessions (session, start, num_cmds) "
-                              "VALUES (?1, " NOW ", 0)",
-                              number, 0, NULL, NULL, why, whylen)
+                              "INSERT INTO main.sessions (session, start, num_cmds, "
+                              "workspace) VALUES (?1, " NOW ", 0, ?3)",
+                              number, 0, h->workspace, NULL, why, whylen)
                         : run(h->db,
-                              "INSERT INTO sessions (start, num_cmds) "
-                              "VALUES (" NOW ", 0)",
-                              0, 0, NULL, NULL, why, whylen);
+                              "INSERT INTO main.sessions (start, num_cmds, workspace) "
+                              "VALUES (" NOW ", 0, ?3)",
+                              0, 0, h->workspace, NULL, why, whylen);
     if (rc == SQLITE_DONE)
         h->session = sqlite3_last_insert_rowid(h->db);
     return rc;
@@ -175,8 +254,8 @@ static void end_session(struct history *h)
 {
     char why[256];
     run(h->db,
-        "UPDATE sessions SET end = " NOW ", num_cmds = "
-        "(SELECT count(*) FROM history WHERE session = ?1) WHERE session = ?1",
+        "UPDATE main.sessions SET end = " NOW ", num_cmds = "
+        "(SELECT count(*) FROM h_in WHERE session = ?1) WHERE session = ?1",
         h->session, 0, NULL, NULL, why, sizeof why);
 }
 
@@ -184,7 +263,7 @@ static void end_session(struct history *h)
 static int use_memory(struct history *h, long long session)
 {
     char why[256];
-    if (open_db(NULL, &h->db, why, sizeof why) != SQLITE_OK ||
+    if (open_db(h, NULL, &h->db, why, sizeof why) != SQLITE_OK ||
         begin_session(h, session, why, sizeof why) != SQLITE_DONE) {
         log_error("history: cannot keep it even in memory: %s", why);
         close_db(h);
@@ -193,9 +272,11 @@ static int use_memory(struct history *h, long long session)
     return 0;
 }
 
-int history_open(struct history *h, const char *path)
+int history_open(struct history *h, const char *path, const char *workspace)
 {
     memset(h, 0, sizeof *h);
+    if (!(h->workspace = strdup(workspace ? workspace : "")))
+        return -ENOMEM;
     if (!path)
         return use_memory(h, 0);
     char dir[PATH_MAX], why[512] = "";
@@ -207,12 +288,13 @@ int history_open(struct history *h, const char *path)
     }
     struct stat st;
     bool fresh = stat(path, &st) != 0;
-    if (open_db(path, &h->db, why, sizeof why) == SQLITE_OK &&
+    if (open_db(h, path, &h->db, why, sizeof why) == SQLITE_OK &&
         begin_session(h, 0, why, sizeof why) == SQLITE_DONE) {
         /* Cells hold what users type, secrets too: a new database is theirs
          * alone (its journal files take its mode). */
         if (fresh)
             chmod(path, 0600);
+        sqlite3_busy_timeout(h->db, HISTORY_BUSY_MS);
         if ((h->path = strdup(path)))
             return 0;
         snprintf(why, sizeof why, "out of memory");
@@ -224,18 +306,48 @@ int history_open(struct history *h, const char *path)
     return use_memory(h, 0);
 }
 
+/* Writes the pending cells to the file, in one transaction. 0, -EBUSY while
+ * another process holds it, -EIO on another failure (why says it). */
+static int flush_pending(struct history *h, char *why, size_t whylen)
+{
+    if (!h->pending)
+        return 0;
+    char *msg = NULL;
+    int rc = sqlite3_exec(h->db, flush_sql, NULL, NULL, &msg);
+    snprintf(why, whylen, "%s", msg ? msg : "");
+    sqlite3_free(msg);
+    if (!sqlite3_get_autocommit(h->db))
+        sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) {
+        if (h->pending_said)
+            log_info("history: the %zu entries that waited are written to %s", h->pending,
+                     h->path);
+        h->pending = h->pending_bytes = 0;
+        h->pending_said = false;
+        return 0;
+    }
+    return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED ? -EBUSY : -EIO;
+}
+
 void history_close(struct history *h)
 {
     if (h->db) {
+        char why[256];
+        sqlite3_busy_timeout(h->db, HISTORY_OPEN_BUSY_MS); /* the loop has ended */
+        if (h->path && flush_pending(h, why, sizeof why) != 0)
+            log_warn("history: %zu entries could not be written to %s (%s): they are "
+                     "lost with this kernel",
+                     h->pending, h->path, why);
         end_session(h);
         close_db(h);
     }
     free(h->path);
+    free(h->workspace);
     memset(h, 0, sizeof *h);
 }
 
 /* The file failed a write: the history goes on in memory, with this
- * session's cells as far as the file still gives them. */
+ * session's cells as far as the file (and the pending ones) still give them. */
 static void give_up_file(struct history *h, const char *why)
 {
     log_warn("history: writing to %s failed (%s): this kernel keeps its history in "
@@ -246,12 +358,13 @@ static void give_up_file(struct history *h, const char *why)
     h->db = NULL;
     free(h->path);
     h->path = NULL;
+    h->pending = h->pending_bytes = 0;
     if (use_memory(h, h->session) == 0) {
         sqlite3_stmt *st = NULL;
         char ignored[256];
         if (sqlite3_prepare_v2(old,
-                               "SELECT line, source_raw FROM history WHERE session = ?1",
-                               -1, &st, NULL) == SQLITE_OK) {
+                               "SELECT line, source_raw FROM h_in WHERE session = ?1", -1,
+                               &st, NULL) == SQLITE_OK) {
             sqlite3_bind_int64(st, 1, h->session);
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *src = (const char *)sqlite3_column_text(st, 1);
@@ -264,19 +377,63 @@ static void give_up_file(struct history *h, const char *why)
     sqlite3_close(old);
 }
 
-/* A write: on the file's failure, given up for memory and tried there. */
+/* The file is busy: the write waits with the pending ones, or, past the
+ * queue's bound, the file is given up. */
+static int write_pending(struct history *h, int which, long long line, const char *text,
+                         const char *busy)
+{
+    char why[400];
+    size_t len = strlen(text);
+    if (h->pending >= HISTORY_PENDING_MAX ||
+        h->pending_bytes + len > HISTORY_PENDING_BYTES) {
+        snprintf(why, sizeof why, "%.256s, and %zu entries already wait", busy,
+                 h->pending);
+        give_up_file(h, why);
+        return -EAGAIN; /* written in memory by the caller */
+    }
+    if (!h->pending)
+        h->pending_since = monotime_now();
+    int rc = run_write(h, which + WRITE_PENDING_INPUT, line, text, why, sizeof why);
+    if (rc != SQLITE_DONE) {
+        give_up_file(h, why);
+        return -EAGAIN;
+    }
+    h->pending++;
+    h->pending_bytes += len;
+    return 0;
+}
+
+/* A write: behind the pending ones while the file is busy; on the file's
+ * other failures, given up for memory and tried there. */
 static int write_row(struct history *h, int which, long long line, const char *text)
 {
     char why[256];
     if (!h->db)
         return -ENOMEM;
-    int rc = run_write(h, which, line, text, why, sizeof why);
-    if (rc != SQLITE_DONE && h->path) {
-        give_up_file(h, why);
-        if (!h->db)
-            return -ENOMEM;
-        rc = run_write(h, which, line, text, why, sizeof why);
+    /* While entries wait, a write joins them, but for a try at most every
+     * HISTORY_RETRY_S: each try may wait HISTORY_BUSY_MS. */
+    int rc = SQLITE_DONE, busy = 0;
+    if (h->path && h->pending) {
+        double now = monotime_now();
+        busy = now < h->retry_at ? -EBUSY : flush_pending(h, why, sizeof why);
+        h->retry_at = now + HISTORY_RETRY_S;
     }
+    if (busy == -EIO) {
+        give_up_file(h, why);
+    } else if (busy == 0) {
+        rc = run_write(h, which, line, text, why, sizeof why);
+        if (h->path && ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED))
+            busy = -EBUSY;
+        else if (rc != SQLITE_DONE && h->path)
+            give_up_file(h, why);
+        else if (rc == SQLITE_DONE)
+            return 0;
+    }
+    if (busy == -EBUSY && write_pending(h, which, line, text, why) == 0)
+        return 0;
+    if (!h->db)
+        return -ENOMEM;
+    rc = run_write(h, which, line, text, why, sizeof why);
     if (rc != SQLITE_DONE) {
         log_debug("history: %s", why);
         return -EIO;
@@ -284,11 +441,35 @@ static int write_row(struct history *h, int which, long long line, const char *t
     return 0;
 }
 
+void history_retry(struct history *h)
+{
+    double now = monotime_now();
+    if (!h->db || !h->path || !h->pending || now < h->retry_at)
+        return;
+    h->retry_at = now + HISTORY_RETRY_S;
+    char why[256];
+    int rc = flush_pending(h, why, sizeof why);
+    if (rc == -EIO) {
+        give_up_file(h, why);
+    } else if (rc == -EBUSY && !h->pending_said &&
+               now - h->pending_since > HISTORY_SAY_S) {
+        h->pending_said = true;
+        log_warn("history: %s is held by another process (%s): %zu entries wait in "
+                 "memory, and are written once it is free (at most %d wait)",
+                 h->path, why, h->pending, HISTORY_PENDING_MAX);
+    }
+}
+
 void history_new_session(struct history *h)
 {
     char why[256];
     if (!h->db)
         return;
+    /* A restart is rare and the worker is away: the file may keep the loop as
+     * long as at the start, rather than the numbering move to memory. */
+    sqlite3_busy_timeout(h->db, HISTORY_OPEN_BUSY_MS);
+    if (h->path && flush_pending(h, why, sizeof why) != 0)
+        give_up_file(h, why);
     end_session(h);
     if (begin_session(h, 0, why, sizeof why) != SQLITE_DONE) {
         if (h->path) {
@@ -298,6 +479,7 @@ void history_new_session(struct history *h)
             log_warn("history: cannot begin a new session: %s", why);
         }
     }
+    sqlite3_busy_timeout(h->db, HISTORY_BUSY_MS);
 }
 
 int history_add(struct history *h, int line, const char *input)
@@ -357,17 +539,17 @@ int history_query_parse(const json_t *c, struct history_query *q, char *err,
                           "history: \"hist_access_type\" must be tail, range or search");
     json_t *pattern = json_object_get(c, "pattern");
     q->pattern = "*";
+    int rc;
     if (pattern && !json_is_null(pattern)) {
-        if (!json_is_string(pattern) ||
-            json_string_length(pattern) > HISTORY_PATTERN_MAX ||
-            strlen(json_string_value(pattern)) != json_string_length(pattern))
+        if (!json_is_string(pattern))
             return errbuf_set(-EINVAL, err, errlen,
-                              "history: \"pattern\" must be a glob of at most %d "
-                              "characters",
-                              HISTORY_PATTERN_MAX);
+                              "history: \"pattern\" must be a glob of at most %d bytes",
+                              HISTORY_GLOB_MAX);
+        if ((rc = history_glob_check(json_string_value(pattern),
+                                     json_string_length(pattern), err, errlen)))
+            return rc;
         q->pattern = json_string_value(pattern);
     }
-    int rc;
     if ((rc = get_bool(c, "output", &q->output, err, errlen)) ||
         (rc = get_bool(c, "raw", &q->raw, err, errlen)) ||
         (rc = get_bool(c, "unique", &q->unique, err, errlen)) ||
@@ -389,74 +571,110 @@ static json_t *text_json(sqlite3_stmt *st, int col)
     return j ? j : json_string("");
 }
 
-json_t *history_query(struct history *h, const struct history_query *q,
-                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
+/* The statement of q, reading the pending entries too while there are any:
+ * ?1 session, ?2 start, ?3 stop, ?4 limit, ?5 pattern, ?6 workspace. */
+static void query_sql(const struct history *h, const struct history_query *q, char *sql,
+                      size_t len)
 {
-    /* Newest first, so that the LIMIT keeps the last entries; reversed below. */
-    static const char head[] =
-        "SELECT h.session, h.line, h.source_raw, o.output FROM history AS h "
-        "LEFT JOIN output_history AS o ON o.session = h.session AND o.line = h.line ";
-    static const char tail[] = "ORDER BY h.session DESC, h.line DESC LIMIT ?4";
-    const char *where = "";
-    long long limit = -1, session = 0;
+    const char *in = h->pending ? "h_in" : "main.history";
+    const char *out = h->pending ? "h_out" : "main.output_history";
+    const char *rid = h->pending ? "rid" : "rowid";
+    static const char mine[] = "session IN (SELECT session FROM main.sessions "
+                               "WHERE workspace = ?6)";
+    char where[512] = "";
     switch (q->access) {
     case HISTORY_TAIL:
-        limit = q->n;
         break;
     case HISTORY_RANGE:
-        session = q->session <= 0 ? q->session + h->session : q->session;
-        where = "WHERE h.session = ?1 AND h.line >= ?2 AND (?3 <= 0 OR h.line < ?3) ";
+        snprintf(where, sizeof where,
+                 "AND h.session = ?1 AND h.line >= ?2 AND (?3 <= 0 OR h.line < ?3) ");
         break;
     case HISTORY_SEARCH:
-        limit = q->n;
-        where = q->unique ? "WHERE h.rowid IN (SELECT max(rowid) FROM history "
-                            "WHERE source_raw GLOB ?5 GROUP BY source_raw) "
-                          : "WHERE h.source_raw GLOB ?5 ";
+        if (q->unique)
+            snprintf(where, sizeof where,
+                     "AND h.%s IN (SELECT max(%s) FROM %s WHERE %s AND "
+                     "sandpit_glob(?5, source_raw) GROUP BY source_raw) ",
+                     rid, rid, in, mine);
+        else
+            snprintf(where, sizeof where, "AND sandpit_glob(?5, h.source_raw) ");
         break;
     }
-    if (max_entries && (limit < 0 || (unsigned long long)limit > max_entries))
-        limit = (long long)max_entries;
-    if (!h->db) {
-        errbuf_set(-EIO, err, errlen, "the history is not available");
-        return NULL;
-    }
-    char sql[sizeof head + sizeof tail + 256];
-    snprintf(sql, sizeof sql, "%s%s%s", head, where, tail);
-    sqlite3_stmt *st = NULL;
-    json_t *rev = json_array(), *list = NULL;
-    int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, session);
-        sqlite3_bind_int64(st, 2, q->start);
-        sqlite3_bind_int64(st, 3, q->stop);
-        sqlite3_bind_int64(st, 4, limit);
-        sqlite3_bind_text(st, 5, q->pattern ? q->pattern : "*", -1, SQLITE_STATIC);
-    }
+    /* Newest first, so that the LIMIT keeps the last entries; reversed after. */
+    snprintf(sql, len,
+             "SELECT h.session, h.line, h.source_raw, o.output FROM %s AS h "
+             "LEFT JOIN %s AS o ON o.session = h.session AND o.line = h.line "
+             "WHERE h.%s %sORDER BY h.session DESC, h.line DESC LIMIT ?4",
+             in, out, mine, where);
+}
+
+/* The rows of st as the reply's entries, newest first: SQLITE_DONE, or the
+ * failing result code (rev then holds what came before it). */
+static int collect(sqlite3_stmt *st, const struct history_query *q, size_t max_bytes,
+                   json_t *rev)
+{
     size_t bytes = 0;
-    while (rc == SQLITE_OK && rev && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         bytes +=
             (size_t)sqlite3_column_bytes(st, 2) + (size_t)sqlite3_column_bytes(st, 3);
-        if (max_bytes && bytes > max_bytes) {
-            rc = SQLITE_DONE;
-            break;
-        }
+        if (max_bytes && bytes > max_bytes)
+            return SQLITE_DONE;
         json_t *input = text_json(st, 2);
         if (q->output)
             input =
                 json_pack("[o, o]", input,
                           sqlite3_column_type(st, 3) == SQLITE_NULL ? json_null()
                                                                     : text_json(st, 3));
-        json_array_append_new(
-            rev, json_pack("[I, I, o]", (json_int_t)sqlite3_column_int64(st, 0),
-                           (json_int_t)sqlite3_column_int64(st, 1), input));
-        rc = SQLITE_OK;
+        if (json_array_append_new(
+                rev, json_pack("[I, I, o]", (json_int_t)sqlite3_column_int64(st, 0),
+                               (json_int_t)sqlite3_column_int64(st, 1), input)))
+            return SQLITE_NOMEM;
     }
-    if (rc == SQLITE_DONE && rev && (list = json_array()))
+    return rc;
+}
+
+json_t *history_query(struct history *h, const struct history_query *q,
+                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
+{
+    long long limit = q->access == HISTORY_RANGE ? -1 : q->n;
+    long long session = q->session <= 0 ? q->session + h->session : q->session;
+    if (max_entries && (limit < 0 || (unsigned long long)limit > max_entries))
+        limit = (long long)max_entries;
+    if (!h->db) {
+        errbuf_set(-EIO, err, errlen, "the history is not available");
+        return NULL;
+    }
+    history_retry(h); /* the pending entries, if the file is free again */
+    char sql[2048];
+    query_sql(h, q, sql, sizeof sql);
+    sqlite3_stmt *st = NULL;
+    json_t *rev = json_array(), *list = NULL;
+    h->clock =
+        (struct history_glob_clock){.deadline = monotime_now() + HISTORY_QUERY_MS / 1e3};
+    int rc = rev ? sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, session);
+        sqlite3_bind_int64(st, 2, q->start);
+        sqlite3_bind_int64(st, 3, q->stop);
+        sqlite3_bind_int64(st, 4, limit);
+        sqlite3_bind_text(st, 5, q->pattern ? q->pattern : "*", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, h->workspace, -1, SQLITE_STATIC);
+        rc = collect(st, q, max_bytes, rev);
+    }
+    bool late = h->clock.expired;
+    h->clock.deadline = 0;
+    if (rc == SQLITE_DONE && (list = json_array()))
         for (size_t i = json_array_size(rev); i-- > 0;)
             json_array_append(list, json_array_get(rev, i));
+    else if (late)
+        errbuf_set(-ETIMEDOUT, err, errlen,
+                   "the history %s took longer than %d ms and was stopped%s",
+                   q->access == HISTORY_SEARCH ? "search" : "query", HISTORY_QUERY_MS,
+                   q->access == HISTORY_SEARCH ? ": try a simpler or narrower pattern"
+                                               : "");
     else
         errbuf_set(-EIO, err, errlen, "the history cannot be read: %s",
-                   rev ? sqlite3_errmsg(h->db) : "out of memory");
+                   rc == SQLITE_NOMEM || !rev ? "out of memory" : sqlite3_errmsg(h->db));
     sqlite3_finalize(st);
     json_decref(rev);
     return list;

@@ -319,7 +319,7 @@ int worker_main(int argc, char **argv)
     size_t n_hidden = 0;
     while (masks.hidden && masks.hidden[n_hidden])
         n_hidden++;
-    const char **hidden = calloc(n_hidden + 2, sizeof *hidden);
+    const char **hidden = calloc(n_hidden + 3, sizeof *hidden);
     if (!hidden) {
         log_error("out of memory building the sandbox policy");
         return 3;
@@ -327,6 +327,15 @@ int worker_main(int argc, char **argv)
     size_t k = 0;
     if (o.hide)
         hidden[k++] = o.hide;
+    /* The history's folder (the supervisor made its path absolute, and keeps
+     * the history in memory where this folder would hold the workspace). */
+    char history_dir[PATH_MAX];
+    const char *slash = o.history ? strrchr(o.history, '/') : NULL;
+    if (slash && slash != o.history && slash - o.history < (long)sizeof history_dir) {
+        snprintf(history_dir, sizeof history_dir, "%.*s", (int)(slash - o.history),
+                 o.history);
+        hidden[k++] = history_dir;
+    }
     for (size_t i = 0; i < n_hidden; i++)
         hidden[k++] = masks.hidden[i];
     policy.hidden_paths = hidden;

@@ -25,10 +25,11 @@ TRIES = 5
 
 @pytest.fixture(scope="module")
 def box(jupyter_dir, tmp_path_factory):
-    # A database of its own: the user's holds every other test's cells, and a
-    # search spans all of its sessions.
+    # A database of its own: the user's holds every other test's cells (in
+    # other workspaces, but a search still reads past them). In a folder of
+    # its own: one that holds the workspace cannot be hidden from cells.
     folder = tmp_path_factory.mktemp("history")
-    k = boot(jupyter_dir, "--history", str(folder / "history.sqlite"), cwd=folder)
+    k = boot(jupyter_dir, "--history", str(folder / "db" / "history.sqlite"), cwd=folder)
     # Only a socket of our own from here: the client's channels would spend the
     # test's time decoding 60,000 status messages.
     k.kc.stop_channels()
