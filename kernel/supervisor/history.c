@@ -29,8 +29,8 @@
  *   and a sort.
  * - Session numbers are the sessions table's AUTOINCREMENT, never reused, as
  *   in IPython; "range" takes session 0 as the current one and negative
- *   numbers back from it (another kernel's session may lie in between, as it
- *   does in IPython).
+ *   numbers back from it among this workspace's sessions (another kernel's
+ *   may lie in between, which IPython would count).
  *
  * sandpit keeps the input as the client sent it: source and source_raw hold
  * the same text (IPython's "translated" input is the worker's business). */
@@ -633,11 +633,35 @@ static int collect(sqlite3_stmt *st, const struct history_query *q, size_t max_b
     return rc;
 }
 
+/* The session `back` sessions before the current one among this workspace's
+ * (others' sessions lie in between when several kernels share the file); 0
+ * when there is none. */
+static long long session_back(struct history *h, long long back)
+{
+    sqlite3_stmt *st = NULL;
+    long long found = 0;
+    if (sqlite3_prepare_v2(h->db,
+                           "SELECT session FROM main.sessions WHERE workspace = ?1 AND "
+                           "session < ?2 ORDER BY session DESC LIMIT 1 OFFSET ?3",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, h->workspace, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, h->session);
+        sqlite3_bind_int64(st, 3, back - 1);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            found = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
 json_t *history_query(struct history *h, const struct history_query *q,
                       size_t max_entries, size_t max_bytes, char *err, size_t errlen)
 {
     long long limit = q->access == HISTORY_RANGE ? -1 : q->n;
-    long long session = q->session <= 0 ? q->session + h->session : q->session;
+    long long session = q->session == 0  ? h->session
+                        : q->session > 0 ? q->session
+                        : h->db          ? session_back(h, -q->session)
+                                         : 0;
     if (max_entries && (limit < 0 || (unsigned long long)limit > max_entries))
         limit = (long long)max_entries;
     if (!h->db) {

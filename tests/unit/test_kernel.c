@@ -349,6 +349,18 @@ static void test_each_workspace_sees_its_own_history(void)
         CHECK_INT(json_array_size(r), 0);
         json_decref(r);
     }
+    /* a's next kernel: ~1/ is a's last session, not b's in between */
+    struct history a2;
+    REQUIRE(history_open(&a2, path, "/home/a") == 0);
+    CHECK(a2.session > b.session && b.session > a.session);
+    json_t *r = query(&a2, "{\"hist_access_type\":\"range\",\"session\":-1}");
+    REQUIRE(r && json_array_size(r) == 1);
+    CHECK_STR(input_of(r, 0), "secret = 'of a'");
+    json_decref(r);
+    r = query(&a2, "{\"hist_access_type\":\"range\",\"session\":-2}");
+    CHECK_INT(json_array_size(r), 0); /* the old session is no workspace's */
+    json_decref(r);
+    history_close(&a2);
     history_close(&a);
     history_close(&b);
     CHECK_INT(count_in(path, "SELECT count(*) FROM history"), 3); /* old row kept */
