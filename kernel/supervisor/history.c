@@ -204,9 +204,12 @@ static int add_workspace_column(sqlite3 *db)
 static int open_db(struct history *h, const char *path, sqlite3 **db, char *why,
                    size_t whylen)
 {
-    int rc = sqlite3_open_v2(
-        path ? path : ":memory:", db,
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* A link in the database's place is refused rather than followed: it
+     * would make a database of whatever file it names. */
+    int rc = sqlite3_open_v2(path ? path : ":memory:", db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                             NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(*db, HISTORY_OPEN_BUSY_MS);
         /* WAL where the file system allows it; otherwise SQLite keeps its

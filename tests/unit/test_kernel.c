@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernel/options.h"
 #include "kernel/supervisor/history.h"
@@ -280,6 +281,27 @@ static void test_a_busy_database_keeps_the_cells_waiting(void)
     history_close(&h);
 }
 
+/* A link in the database's place (made where a cell could write) is not
+ * followed: the file it names stays as it was. */
+static void test_a_link_in_the_database_s_place_is_refused(void)
+{
+    char path[256], target[256];
+    const char *dir = temp_dir();
+    snprintf(path, sizeof path, "%s/history.sqlite", dir);
+    snprintf(target, sizeof target, "%s/bashrc", dir);
+    FILE *f = fopen(target, "w");
+    REQUIRE(f != NULL);
+    fclose(f);
+    REQUIRE(symlink(target, path) == 0);
+    struct history h;
+    REQUIRE(history_open(&h, path, "/ws") == 0);
+    CHECK(h.path == NULL);
+    struct stat st;
+    REQUIRE(stat(target, &st) == 0);
+    CHECK_INT(st.st_size, 0);
+    history_close(&h);
+}
+
 static void test_a_full_queue_gives_the_file_up(void)
 {
     char path[256];
@@ -537,6 +559,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_a_corrupt_database_leaves_the_history_in_memory),
     TESTING_CASE(test_a_busy_database_keeps_the_cells_waiting),
     TESTING_CASE(test_a_full_queue_gives_the_file_up),
+    TESTING_CASE(test_a_link_in_the_database_s_place_is_refused),
     TESTING_CASE(test_each_workspace_sees_its_own_history),
     TESTING_CASE(test_the_glob_is_sqlites),
     TESTING_CASE(test_a_costly_search_is_bounded),
