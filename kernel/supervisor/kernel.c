@@ -24,6 +24,7 @@ int kernel_prepare_history(struct options *opts)
     char path[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
     if (opts->history && strcmp(opts->history, "off") == 0)
         return 0;
+    bool chosen = opts->history != NULL;
     if (!opts->history && history_default_path(path, sizeof path) != 0) {
         log_warn("history: no Jupyter data folder (HOME is not set): this kernel keeps "
                  "its history in memory");
@@ -38,11 +39,19 @@ int kernel_prepare_history(struct options *opts)
         if (!realpath(dir, real) ||
             snprintf(path, sizeof path, "%s%s", real, slash) >= (int)sizeof path)
             return 0; /* the history's opening says why */
-        if (holds(real, opts->workspace) || holds(real, opts->tmpdir)) {
-            log_warn("history: the folder of %s holds the workspace or the kernel's "
-                     "temporary folder, so it cannot be hidden from cells: this kernel "
-                     "keeps its history in memory (give --history a folder of its own)",
-                     path);
+        /* A folder inside the workspace is covered by its path, and a cell
+         * could move a folder above it and have the next worker cover nothing
+         * (the default one lies in the Jupyter data folder, which home.c makes
+         * read-only, so that it stays where it is). */
+        bool inside = holds(opts->workspace, real) || holds(opts->tmpdir, real);
+        if (holds(real, opts->workspace) || holds(real, opts->tmpdir) ||
+            (chosen && inside)) {
+            log_warn("history: the folder of %s %s, so it cannot be hidden from cells: "
+                     "this kernel keeps its history in memory (give --history a folder "
+                     "of its own, outside the workspace)",
+                     path,
+                     inside ? "lies in the workspace or the kernel's temporary folder"
+                            : "holds the workspace or the kernel's temporary folder");
             path[0] = 0;
         }
     }

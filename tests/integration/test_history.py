@@ -5,8 +5,9 @@ a cell; several kernels write to one database at once; a corrupt database, or
 one another process holds locked from before the start, leaves the history
 in memory and the log says so once; --history off keeps it in memory, and by
 default it is in the Jupyter data folder. The worker's own queries are checked
-as a client's are. Each database lies in a folder of its own (db/): a folder
-that holds the workspace could not be hidden from cells (tests/trusted)."""
+as a client's are. Each database lies in a folder of its own (db/), beside
+the workspace (ws/): one inside the workspace, or holding it, could not be
+kept hidden from cells (tests/trusted)."""
 
 import os
 import sqlite3
@@ -22,13 +23,21 @@ def history(k, **query):
     return reply["content"]["history"]
 
 
+def ws(tmp_path):
+    """The kernel's workspace, beside the database's folder: a --history
+    folder inside the workspace is not used (tests/trusted)."""
+    folder = tmp_path / "ws"
+    folder.mkdir(exist_ok=True)
+    return str(folder)
+
+
 def log_lines(path, start):
     return [line for line in path.read_text().splitlines() if start in line]
 
 
 def test_a_restarted_kernel_has_the_earlier_session(jupyter_dir, tmp_path):
     db = tmp_path / "db" / "history.sqlite"
-    k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=str(tmp_path))
+    k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=ws(tmp_path))
     try:
         k.run("alpha = 20")
         k.execute("alpha + 1")
@@ -91,7 +100,7 @@ def test_two_kernels_write_at_once(jupyter_dir, tmp_path):
     try:
         for path in logs:
             with open(path, "wb") as log:
-                kernels.append(start(name, cwd=str(tmp_path), stderr=log))
+                kernels.append(start(name, cwd=ws(tmp_path), stderr=log))
         sent = []
         for i in range(25):
             for n, k in enumerate(kernels):
@@ -124,7 +133,7 @@ def test_a_corrupt_database_leaves_the_history_in_memory(jupyter_dir, tmp_path):
     db.write_bytes(garbage)
     log_path = tmp_path / "kernel.log"
     with open(log_path, "wb") as log:
-        k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=str(tmp_path),
+        k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=ws(tmp_path),
                   stderr=log)
     try:
         for code in ("one = 1", "two = 2", "one + two"):
@@ -154,7 +163,7 @@ def test_a_locked_database_leaves_the_history_in_memory(jupyter_dir, tmp_path, w
     db = tmp_path / "db" / "history.sqlite"
     name = install_spec(jupyter_dir, "--history", str(db))
     if when.startswith("an earlier"):
-        k = start(name, cwd=str(tmp_path))
+        k = start(name, cwd=ws(tmp_path))
         try:
             k.run("earlier = 1")
         finally:
@@ -165,7 +174,7 @@ def test_a_locked_database_leaves_the_history_in_memory(jupyter_dir, tmp_path, w
     try:
         locker.execute("BEGIN EXCLUSIVE")
         with open(log_path, "wb") as log:
-            k = start(name, cwd=str(tmp_path), stderr=log)
+            k = start(name, cwd=ws(tmp_path), stderr=log)
         try:
             k.run("one = 1")
             k.run("two = 2")

@@ -27,9 +27,12 @@ TRIES = 5
 def box(jupyter_dir, tmp_path_factory):
     # A database of its own: the user's holds every other test's cells (in
     # other workspaces, but a search still reads past them). In a folder of
-    # its own: one that holds the workspace cannot be hidden from cells.
+    # its own, beside the workspace: one inside it or holding it could not be
+    # kept hidden from cells.
     folder = tmp_path_factory.mktemp("history")
-    k = boot(jupyter_dir, "--history", str(folder / "db" / "history.sqlite"), cwd=folder)
+    (folder / "ws").mkdir()
+    k = boot(jupyter_dir, "--history", str(folder / "db" / "history.sqlite"),
+             cwd=folder / "ws")
     # Only a socket of our own from here: the client's channels would spend the
     # test's time decoding 60,000 status messages.
     k.kc.stop_channels()

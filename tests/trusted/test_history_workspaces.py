@@ -5,7 +5,8 @@ reach, and never held up by what another process or a pattern does.
   %history -g nor history_request(search, tail, range) returns the other's
   cells, while each still finds its own.
 - A cell cannot open the database, even when the workspace is the folder above
-  its folder; a --history whose folder holds the workspace is not used at all.
+  its folder; a --history whose folder holds the workspace, or lies in it, is
+  not used at all.
 - Another process holding a read transaction, or the write lock, while cells
   run does not make the kernel lose them: they are in the file after it lets go.
 - The pattern of the report ("*" and 1,300 classes) answers at once with an
@@ -140,11 +141,15 @@ def test_a_cell_cannot_open_the_history_database(jupyter_dir, tmp_path):
         stop(k)
 
 
-def test_a_database_beside_the_cells_is_not_used(jupyter_dir, tmp_path):
-    """--history in the workspace itself: its folder holds the workspace and
-    cannot be hidden, so the kernel keeps its history in memory and says why."""
-    db = tmp_path / "history.sqlite"
-    log_path = tmp_path / "kernel.log"
+@pytest.mark.parametrize("where", ["the workspace itself", "a folder in the workspace"])
+def test_a_database_among_the_cells_is_not_used(jupyter_dir, tmp_path, where):
+    """--history in the workspace itself (its folder holds the workspace and
+    cannot be hidden), or in a folder inside it (hidden by its path, which a
+    cell could move away from under the next worker's cover): the kernel keeps
+    its history in memory and says why."""
+    db = tmp_path / ("history.sqlite" if where == "the workspace itself"
+                     else "sub/db/history.sqlite")
+    log_path = tmp_path.parent / (tmp_path.name + "-kernel.log")
     with open(log_path, "wb") as log:
         k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=str(tmp_path),
                   stderr=log)
@@ -156,6 +161,7 @@ def test_a_database_beside_the_cells_is_not_used(jupyter_dir, tmp_path):
     assert not db.exists()
     said = [line for line in log_path.read_text().splitlines() if "history:" in line]
     assert len(said) == 1 and "cannot be hidden from cells" in said[0], said
+    log_path.unlink()
 
 
 @pytest.mark.parametrize("hold", ["a reader's transaction", "the write lock"])
