@@ -37,12 +37,14 @@
 #include "kernel/supervisor/history.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernel/fsutil.h"
 #include "kernel/log.h"
@@ -288,6 +290,8 @@ int history_open(struct history *h, const char *path, const char *workspace)
     if (slash && slash != dir) {
         *slash = 0;
         fsutil_mkdir_p(dir, 0700); /* if it fails, opening says why */
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        h->folder = fd >= 0 ? fd + 1 : 0;
     }
     struct stat st;
     bool fresh = stat(path, &st) != 0;
@@ -344,9 +348,28 @@ void history_close(struct history *h)
         end_session(h);
         close_db(h);
     }
+    if (h->folder > 0)
+        close(h->folder - 1);
     free(h->path);
     free(h->workspace);
     memset(h, 0, sizeof *h);
+}
+
+int history_folder(const struct history *h, char *out, size_t len)
+{
+    char link[64];
+    if (h->folder <= 0 || len < 2)
+        return -ENOENT;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", h->folder - 1);
+    ssize_t n = readlink(link, out, len - 1);
+    if (n <= 0 || (size_t)n >= len - 1 || out[0] != '/')
+        return -ENOENT;
+    out[n] = 0;
+    static const char gone[] = " (deleted)";
+    size_t g = sizeof gone - 1;
+    if ((size_t)n > g && strcmp(out + n - g, gone) == 0)
+        return -ENOENT;
+    return 0;
 }
 
 /* The file failed a write: the history goes on in memory, with this

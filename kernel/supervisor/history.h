@@ -33,6 +33,7 @@ struct history {
     double pending_since, retry_at;  /* monotime_now's clock */
     bool pending_said;               /* the log has said that they wait */
     struct history_glob_clock clock; /* the running query's deadline */
+    int folder; /* the database's folder, an O_PATH descriptor + 1; 0: none */
 };
 
 enum history_access { HISTORY_TAIL, HISTORY_RANGE, HISTORY_SEARCH };
@@ -63,6 +64,11 @@ void history_close(struct history *h);
  * quarter of a second (each try waits at most a few milliseconds); the loop
  * calls it at each turn. */
 void history_retry(struct history *h);
+
+/* Where the database's folder is now, in out: found by its descriptor, not
+ * by the path it had, so that a folder moved (renamed above it) is still the
+ * one each new worker hides. 0, or -ENOENT (no file, or the folder is gone). */
+int history_folder(const struct history *h, char *out, size_t len);
 
 /* The default database, HISTORY_FILE in the user's Jupyter data folder.
  * 0 or -errno (no HOME, too long). */

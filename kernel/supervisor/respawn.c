@@ -114,7 +114,8 @@ void respawn_release(struct respawn *w)
 
 /* The program's path (Python's, where the worker is a library), then the
  * options. */
-static char **worker_argv(const char *program, const struct options *opts)
+static char **worker_argv(const char *program, const struct options *opts,
+                          const struct history *history)
 {
 #ifdef SANDPIT_WORKER_PYTHON
     (void)program;
@@ -126,6 +127,21 @@ static char **worker_argv(const char *program, const struct options *opts)
         goto fail;
     if ((argc = options_to_argv(opts, &argv, argc)) < 0)
         goto fail;
+    /* The history's folder where it is now (a cell may have renamed a folder
+     * above it): the worker hides the folder of the last --history. */
+    char dir[PATH_MAX - 2];
+    if (history && history_folder(history, dir, sizeof dir) == 0) {
+        char **na = realloc(argv, (size_t)(argc + 3) * sizeof *na);
+        if (!na)
+            goto fail;
+        argv = na;
+        argv[argc] = strdup("--history");
+        if (!argv[argc] || asprintf(&argv[argc + 1], "%s/-", dir) < 0) {
+            argv[argc + 1] = NULL;
+            goto fail;
+        }
+        argv[argc + 2] = NULL;
+    }
     return argv;
 fail:
     for (int i = 0; argv && argv[i]; i++)
@@ -171,7 +187,7 @@ void respawn_start(struct respawn *w)
     loop_del_timer(w->loop, w->spare_timer);
     w->retry_timer = w->hello_timer = w->spare_timer = 0;
     w->stops = 0;
-    char **argv = worker_argv(w->program, w->opts);
+    char **argv = worker_argv(w->program, w->opts, &w->k->history);
     if (!w->env)
         w->env =
             worker_environment(w, child_environment(w->opts->sandbox, w->opts->pass_env));
@@ -315,7 +331,7 @@ static void start_spare(struct respawn *w)
     if (!w->opts->template || w->opts->preload ||
         template_state(w->tpl) != TEMPLATE_READY)
         return;
-    char **argv = worker_argv(w->program, w->opts);
+    char **argv = worker_argv(w->program, w->opts, &w->k->history);
     int rc = start_child(w, argv, true);
     free_argv(argv);
     if (rc && rc != -EAGAIN)

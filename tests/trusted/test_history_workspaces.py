@@ -275,3 +275,47 @@ def test_a_costly_search_does_not_stop_the_heartbeat(jupyter_dir, tmp_path):
         else:
             assert reply["history"] == [], reply
     assert first[0][2].startswith("big = ")
+
+
+MOVE_AWAY = r"""
+import os
+os.rename("x", "y")
+os.makedirs("x/data/sandpit")
+"""
+
+
+def test_a_moved_history_folder_stays_hidden(jupyter_dir, tmp_path):
+    """The Jupyter data folder deep in the workspace: a cell renames a folder
+    above it, makes an empty one in its place and ends its worker. The next
+    worker hides the database's folder where it went, not the one in its place."""
+    data = tmp_path / "x" / "data"
+    data.mkdir(parents=True)
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(data))
+    k = start("sandpit", cwd=str(tmp_path), env=env)
+    try:
+        k.run("secret = 'in the file'")
+        mnt = layer(k, "mount-namespace")
+        if mnt["state"] != "active":
+            pytest.skip("no mount namespace here, nothing can hide a path: %s"
+                        % mnt["detail"])
+        reply, _ = k.execute(MOVE_AWAY)
+        if reply["content"]["status"] != "ok":
+            # the folders above it could not be moved: nothing to follow
+            assert reply["content"]["ename"] in ("OSError", "PermissionError"), reply
+            return
+        k.execute("import os; os.kill(os.getpid(), 9)")
+        moved = tmp_path / "y" / "data" / "sandpit" / "history.sqlite"
+        assert moved.exists()
+        said = None
+        for _ in range(50):  # the next worker, bounded
+            reply, outputs = k.execute(READ_DB % str(moved))
+            if reply["content"]["status"] == "ok":
+                said = "".join(m["content"].get("text", "") for m in outputs
+                               if m["msg_type"] == "stream")
+                break
+            time.sleep(0.2)
+        assert said is not None
+        assert said.startswith(("PermissionError", "FileNotFoundError")), said
+        assert "history.sqlite" not in said and "refused" in said, said
+    finally:
+        stop(k)
