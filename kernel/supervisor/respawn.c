@@ -103,6 +103,8 @@ void respawn_release(struct respawn *w)
 {
     template_free(w->tpl);
     w->tpl = NULL;
+    free(w->tpl_history);
+    w->tpl_history = NULL;
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     loop_del_timer(w->loop, w->spare_timer);
@@ -180,8 +182,34 @@ static int start_child(struct respawn *w, char **argv, bool spare)
                  : child_start(w->child, argv, w->env, l, w->tpl);
 }
 
+/* The history's folder now ("" for none): a new one in *out (caller frees). */
+static char *history_now(struct respawn *w)
+{
+    char dir[PATH_MAX];
+    return strdup(history_folder(&w->k->history, dir, sizeof dir) == 0 ? dir : "");
+}
+
+/* Has the history's folder moved since the template took its options? Its
+ * workers would hide where it was: the template goes, and the next worker
+ * is exec'd with options of now (and starts a template of its own). */
+static bool template_stale(struct respawn *w)
+{
+    if (!w->tpl)
+        return false;
+    char *now = history_now(w);
+    bool stale = !now || strcmp(now, w->tpl_history ? w->tpl_history : "") != 0;
+    free(now);
+    return stale;
+}
+
 void respawn_start(struct respawn *w)
 {
+    if (template_stale(w)) {
+        log_info("the history's folder has moved: the worker template starts again");
+        template_free(w->tpl);
+        w->tpl = NULL;
+        w->tpl_tried = false;
+    }
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     loop_del_timer(w->loop, w->spare_timer);
@@ -198,6 +226,8 @@ void respawn_start(struct respawn *w)
     if (argv && w->env && w->started && !w->tpl_tried && w->opts->template) {
         w->tpl_tried = true;
         w->tpl = template_start(w->loop, argv, w->env);
+        free(w->tpl_history);
+        w->tpl_history = history_now(w);
     }
     int rc = start_child(w, argv, false);
     free_argv(argv);
@@ -329,7 +359,7 @@ bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
 static void start_spare(struct respawn *w)
 {
     if (!w->opts->template || w->opts->preload ||
-        template_state(w->tpl) != TEMPLATE_READY)
+        template_state(w->tpl) != TEMPLATE_READY || template_stale(w))
         return;
     char **argv = worker_argv(w->program, w->opts, &w->k->history);
     int rc = start_child(w, argv, true);
