@@ -616,13 +616,17 @@ static void query_sql(const struct history *h, const struct history_query *q, ch
                  "AND h.session = ?1 AND h.line >= ?2 AND (?3 <= 0 OR h.line < ?3) ");
         break;
     case HISTORY_SEARCH:
+        /* The glob runs on this workspace's cells alone (CASE keeps the order):
+         * how long it takes on another's would tell what they hold. */
         if (q->unique)
             snprintf(where, sizeof where,
-                     "AND h.%s IN (SELECT max(%s) FROM %s WHERE %s AND "
-                     "sandpit_glob(?5, source_raw) GROUP BY source_raw) ",
+                     "AND h.%s IN (SELECT max(%s) FROM %s WHERE CASE WHEN %s THEN "
+                     "sandpit_glob(?5, source_raw) ELSE 0 END GROUP BY source_raw) ",
                      rid, rid, in, mine);
         else
-            snprintf(where, sizeof where, "AND sandpit_glob(?5, h.source_raw) ");
+            snprintf(where, sizeof where,
+                     "AND CASE WHEN h.%s THEN sandpit_glob(?5, h.source_raw) ELSE 0 END ",
+                     mine);
         break;
     }
     /* Newest first, so that the LIMIT keeps the last entries; reversed after. */

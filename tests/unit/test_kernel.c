@@ -550,6 +550,43 @@ static void test_options(void)
     }
 }
 
+/* Another workspace's cells are not even matched: a search whose glob would
+ * run past the deadline on them answers at once (no timing oracle). */
+static void test_a_search_never_reads_another_workspace(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/history.sqlite", temp_dir());
+    struct history a, b;
+    REQUIRE(history_open(&a, path, "/home/a") == 0);
+    REQUIRE(history_open(&b, path, "/home/b") == 0);
+    size_t big = 1 << 20;
+    char *cell = malloc(big + 1);
+    REQUIRE(cell != NULL);
+    memset(cell, 'a', big);
+    cell[big] = 0;
+    for (int i = 1; i <= 10; i++)
+        REQUIRE(history_add(&a, i, cell) == 0);
+    REQUIRE(history_add(&b, 1, "b = 1") == 0);
+    char pattern[256] = "*";
+    for (int i = 0; i < 60; i++)
+        strcat(pattern, "[a]");
+    strcat(pattern, "b");
+    for (int unique = 0; unique < 2; unique++) {
+        struct history_query q = {
+            .access = HISTORY_SEARCH, .pattern = pattern, .n = -1, .unique = unique};
+        char err[256] = "";
+        json_t *r = history_query(&b, &q, 0, 0, err, sizeof err);
+        CHECK(r != NULL);
+        if (!r)
+            fprintf(stderr, "    %s\n", err);
+        CHECK_INT(json_array_size(r), 0);
+        json_decref(r);
+    }
+    history_close(&a);
+    history_close(&b);
+    free(cell);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_history),
     TESTING_CASE(test_history_queries_are_checked),
@@ -563,6 +600,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_each_workspace_sees_its_own_history),
     TESTING_CASE(test_the_glob_is_sqlites),
     TESTING_CASE(test_a_costly_search_is_bounded),
+    TESTING_CASE(test_a_search_never_reads_another_workspace),
     TESTING_CASE(test_a_large_history_is_searched_in_one_pass),
     TESTING_CASE(test_options),
     {0},
