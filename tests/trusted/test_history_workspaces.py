@@ -43,6 +43,9 @@ def history(k, **query):
     return reply["content"]["history"]
 
 
+history_of = history  # where a test's parameter is called history
+
+
 def run_error(k, code):
     reply, _ = k.execute(code)
     return reply["content"]
@@ -117,16 +120,28 @@ print(attempt(), listed(), query())
 """
 
 
-def test_a_cell_cannot_open_the_history_database(jupyter_dir, tmp_path):
+@pytest.mark.parametrize("history", ["default", "off"])
+def test_a_cell_cannot_open_the_history_database(jupyter_dir, tmp_path, history):
+    """The workspace is the Jupyter data folder itself, just above the
+    database's folder; with --history off the kernel keeps its own history in
+    memory, and the user's database, which other kernels use, stays hidden."""
     data = tmp_path / "data"
     env = dict(os.environ, JUPYTER_DATA_DIR=str(data))
     db = data / "sandpit" / "history.sqlite"
-    # the workspace is the Jupyter data folder itself, just above the database's
     data.mkdir()
-    k = start("sandpit", cwd=str(data), env=env)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = start("sandpit", cwd=str(elsewhere), env=env)
     try:
-        k.run("secret = 'in the file'")
-        assert db.exists()
+        other.run("secret = 'of another workspace'")
+    finally:
+        stop(other)
+    assert db.exists()
+    name = "sandpit" if history == "default" else install_spec(
+        jupyter_dir, "--history", "off")
+    k = start(name, cwd=str(data), env=env)
+    try:
+        k.run("mine = 'in this one'")
         mnt = layer(k, "mount-namespace")
         if mnt["state"] != "active":
             pytest.skip("no mount namespace here, nothing can hide a path: %s"
@@ -135,8 +150,8 @@ def test_a_cell_cannot_open_the_history_database(jupyter_dir, tmp_path):
         assert said.startswith(("PermissionError", "FileNotFoundError")), said
         assert "history.sqlite" not in said and "refused" in said, said
         # the kernel's own history is whole
-        assert [e[2] for e in history(k, hist_access_type="tail", n=3)][:2] == [
-            "secret = 'in the file'", "pass"]
+        assert [e[2] for e in history_of(k, hist_access_type="tail", n=3)][:2] == [
+            "mine = 'in this one'", "pass"]
     finally:
         stop(k)
 
