@@ -1,43 +1,61 @@
-/* history: the cells of every kernel of a user, in one SQLite database.
+/* history: the cells of every kernel of a user, in one SQLite database, each
+ * kernel seeing its own workspace's alone.
  *
  * The database has IPython's tables (sessions, history, output_history), so
- * that the tools that read IPython's history read it too. Many kernels write
- * to it at once: it is in WAL mode, where readers never wait for the writer
- * and each cell is a transaction of one row, and a writer waits for another's
- * transaction at most HISTORY_BUSY_MS.
+ * that the tools that read IPython's history read it too, and one column more:
+ * sessions.workspace, the real path of the session's workspace. Every query
+ * keeps to the sessions of the kernel's workspace; the rows of a database made
+ * before the column (workspace null) belong to no workspace and are never
+ * returned. Many kernels write to it at once: it is in WAL mode, where readers
+ * never wait for the writer and each cell is a transaction of one row.
  *
  * What is hard:
- * - The supervisor must not block. A write that waits longer than the busy
- *   timeout, or fails in any other way (a corrupt file, a read-only one, a
- *   full disk), gives the database up: the history goes on in memory, with
- *   the session's cells so far when they can still be read, and the log says
- *   so once. The kernel keeps serving; only persistence is lost.
+ * - The supervisor must not block. Once open, a write waits for another
+ *   process's transaction at most HISTORY_BUSY_MS; one that still finds the
+ *   database busy waits in memory (an attached in-memory database, "pending",
+ *   which every query reads with the file) and is written at the next write,
+ *   query or retry, in order; the log says so when it lasts. Only a queue past
+ *   HISTORY_PENDING_MAX, or a write that fails in any other way (a corrupt
+ *   file, a read-only one, a full disk), gives the database up: the history
+ *   goes on in memory, with the session's cells so far, and the log says so
+ *   once. The kernel keeps serving; only persistence is lost.
+ * - No query holds the loop: each has a deadline of HISTORY_QUERY_MS, which a
+ *   progress handler and the search's own glob (history_glob.h) both keep; a
+ *   query past it is an error that says so, not a partial answer (a search
+ *   that stopped half-way would look like one that found nothing more).
  * - Nothing is quadratic. Every query is one statement with a LIMIT that walks
  *   the (session, line) key from the newest; a unique search keeps the latest
  *   row of each input with a GROUP BY, so a search of 20,000 cells is one scan
  *   and a sort.
  * - Session numbers are the sessions table's AUTOINCREMENT, never reused, as
  *   in IPython; "range" takes session 0 as the current one and negative
- *   numbers back from it (another kernel's session may lie in between, as it
- *   does in IPython).
+ *   numbers back from it among this workspace's sessions (another kernel's
+ *   may lie in between, which IPython would count).
  *
  * sandpit keeps the input as the client sent it: source and source_raw hold
  * the same text (IPython's "translated" input is the worker's business). */
 #include "kernel/supervisor/history.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernel/fsutil.h"
 #include "kernel/log.h"
+#include "kernel/monotime.h"
+#include "kernel/supervisor/history_glob.h"
 #include "protocol/errbuf.h"
 
-#define HISTORY_BUSY_MS 1000 /* longest wait for another kernel's write */
+#define HISTORY_OPEN_BUSY_MS 1000 /* at the start and the end, outside the loop */
+#define HISTORY_BUSY_MS      10   /* in the loop: longest wait for another's write */
+#define HISTORY_RETRY_S      0.25 /* between two tries of the pending cells */
+#define HISTORY_SAY_S        1.0  /* how long cells wait before the log says so */
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS sessions (session INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -46,6 +64,31 @@ static const char schema[] =
     " source_raw TEXT, PRIMARY KEY (session, line));"
     "CREATE TABLE IF NOT EXISTS output_history (session INTEGER, line INTEGER,"
     " output TEXT, PRIMARY KEY (session, line));";
+
+/* The writes that found the file busy, and what queries read: the file's rows
+ * with the pending ones over them. rid orders inputs as rowid does. */
+static const char pending_schema[] =
+    "ATTACH ':memory:' AS pending;"
+    "CREATE TABLE pending.history (session INTEGER, line INTEGER, source TEXT,"
+    " source_raw TEXT, PRIMARY KEY (session, line));"
+    "CREATE TABLE pending.output_history (session INTEGER, line INTEGER,"
+    " output TEXT, PRIMARY KEY (session, line));"
+    "CREATE TEMP VIEW h_in AS SELECT m.rowid AS rid, m.session, m.line, m.source_raw"
+    " FROM main.history AS m WHERE NOT EXISTS (SELECT 1 FROM pending.history AS p"
+    " WHERE p.session = m.session AND p.line = m.line) UNION ALL"
+    " SELECT rowid + (1 << 62), session, line, source_raw FROM pending.history;"
+    "CREATE TEMP VIEW h_out AS SELECT m.session, m.line, m.output"
+    " FROM main.output_history AS m WHERE NOT EXISTS (SELECT 1 FROM"
+    " pending.output_history AS p WHERE p.session = m.session AND p.line = m.line)"
+    " UNION ALL SELECT session, line, output FROM pending.output_history;";
+
+static const char flush_sql[] =
+    "BEGIN IMMEDIATE;"
+    "INSERT OR REPLACE INTO main.history SELECT session, line, source, source_raw"
+    " FROM pending.history ORDER BY rowid;"
+    "INSERT OR REPLACE INTO main.output_history SELECT session, line, output"
+    " FROM pending.output_history ORDER BY rowid;"
+    "DELETE FROM pending.history; DELETE FROM pending.output_history; COMMIT;";
 
 #define NOW "strftime('%Y-%m-%d %H:%M:%f', 'now', 'localtime')"
 
@@ -83,13 +126,17 @@ static int run(sqlite3 *db, const char *sql, long long a, long long b, const cha
 }
 
 /* The statements of each cell, prepared on first use and kept with the
- * database (history_add, history_set_output). */
-enum { WRITE_INPUT, WRITE_OUTPUT };
+ * database (history_add, history_set_output), and their pending twins. */
+enum { WRITE_INPUT, WRITE_OUTPUT, WRITE_PENDING_INPUT, WRITE_PENDING_OUTPUT };
 static const char *const write_sql[] = {
-    [WRITE_INPUT] = "INSERT OR REPLACE INTO history (session, line, source, source_raw) "
-                    "VALUES (?1, ?2, ?3, ?3)",
-    [WRITE_OUTPUT] = "INSERT OR REPLACE INTO output_history (session, line, output) "
-                     "VALUES (?1, ?2, ?3)",
+    [WRITE_INPUT] = "INSERT OR REPLACE INTO main.history (session, line, source, "
+                    "source_raw) VALUES (?1, ?2, ?3, ?3)",
+    [WRITE_OUTPUT] = "INSERT OR REPLACE INTO main.output_history (session, line, "
+                     "output) VALUES (?1, ?2, ?3)",
+    [WRITE_PENDING_INPUT] = "INSERT OR REPLACE INTO pending.history (session, line, "
+                            "source, source_raw) VALUES (?1, ?2, ?3, ?3)",
+    [WRITE_PENDING_OUTPUT] = "INSERT OR REPLACE INTO pending.output_history (session, "
+                             "line, output) VALUES (?1, ?2, ?3)",
 };
 
 static void finalize_writes(struct history *h)
@@ -130,15 +177,43 @@ static int run_write(struct history *h, int which, long long line, const char *t
     return rc;
 }
 
-/* Opens path (NULL: memory) with the schema in place. SQLITE_OK or a result
- * code with why; *db is NULL on failure. */
-static int open_db(const char *path, sqlite3 **db, char *why, size_t whylen)
+/* Stops a statement at the query's deadline (1: interrupt). */
+static int past_deadline(void *data)
 {
-    int rc = sqlite3_open_v2(
-        path ? path : ":memory:", db,
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    struct history_glob_clock *c = data;
+    if (c->deadline > 0 && monotime_now() > c->deadline) {
+        c->expired = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* sessions.workspace, added to a database made before it: its rows then have
+ * none, and belong to no workspace. Another kernel may add it at the same time. */
+static int add_workspace_column(sqlite3 *db)
+{
+    static const char probe[] = "SELECT workspace FROM main.sessions LIMIT 0";
+    if (sqlite3_exec(db, probe, NULL, NULL, NULL) == SQLITE_OK)
+        return SQLITE_OK;
+    int rc = sqlite3_exec(db, "ALTER TABLE main.sessions ADD COLUMN workspace TEXT", NULL,
+                          NULL, NULL);
+    return rc == SQLITE_OK ? rc : sqlite3_exec(db, probe, NULL, NULL, NULL);
+}
+
+/* Opens path (NULL: memory) with the schema in place, the pending tables and
+ * the search's glob. SQLITE_OK or a result code with why; *db is NULL on
+ * failure. */
+static int open_db(struct history *h, const char *path, sqlite3 **db, char *why,
+                   size_t whylen)
+{
+    /* A link in the database's place is refused rather than followed: it
+     * would make a database of whatever file it names. */
+    int rc = sqlite3_open_v2(path ? path : ":memory:", db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                             NULL);
     if (rc == SQLITE_OK) {
-        sqlite3_busy_timeout(*db, HISTORY_BUSY_MS);
+        sqlite3_busy_timeout(*db, HISTORY_OPEN_BUSY_MS);
         /* WAL where the file system allows it; otherwise SQLite keeps its
          * rollback journal, which is slower for readers but as safe. */
         rc = sqlite3_exec(
@@ -147,25 +222,34 @@ static int open_db(const char *path, sqlite3 **db, char *why, size_t whylen)
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(*db, schema, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = add_workspace_column(*db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(*db, pending_schema, NULL, NULL, NULL);
+    if (rc == SQLITE_OK && history_glob_register(*db, &h->clock) != 0)
+        rc = SQLITE_ERROR;
     if (rc != SQLITE_OK) {
         snprintf(why, whylen, "%s", *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
         sqlite3_close(*db);
         *db = NULL;
+        return rc;
     }
+    sqlite3_progress_handler(*db, 1000, past_deadline, &h->clock);
     return rc;
 }
 
-/* A new row in sessions: number (0: the next one) in h->session. */
+/* A new row in sessions, of this workspace: number (0: the next one) in
+ * h->session. */
 static int begin_session(struct history *h, long long number, char *why, size_t whylen)
 {
     int rc = number > 0 ? run(h->db,
-                              "INSERT INTO sessions (session, start, num_cmds) "
-                              "VALUES (?1, " NOW ", 0)",
-                              number, 0, NULL, NULL, why, whylen)
+                              "INSERT INTO main.sessions (session, start, num_cmds, "
+                              "workspace) VALUES (?1, " NOW ", 0, ?3)",
+                              number, 0, h->workspace, NULL, why, whylen)
                         : run(h->db,
-                              "INSERT INTO sessions (start, num_cmds) "
-                              "VALUES (" NOW ", 0)",
-                              0, 0, NULL, NULL, why, whylen);
+                              "INSERT INTO main.sessions (start, num_cmds, workspace) "
+                              "VALUES (" NOW ", 0, ?3)",
+                              0, 0, h->workspace, NULL, why, whylen);
     if (rc == SQLITE_DONE)
         h->session = sqlite3_last_insert_rowid(h->db);
     return rc;
@@ -175,8 +259,8 @@ static void end_session(struct history *h)
 {
     char why[256];
     run(h->db,
-        "UPDATE sessions SET end = " NOW ", num_cmds = "
-        "(SELECT count(*) FROM history WHERE session = ?1) WHERE session = ?1",
+        "UPDATE main.sessions SET end = " NOW ", num_cmds = "
+        "(SELECT count(*) FROM h_in WHERE session = ?1) WHERE session = ?1",
         h->session, 0, NULL, NULL, why, sizeof why);
 }
 
@@ -184,7 +268,7 @@ static void end_session(struct history *h)
 static int use_memory(struct history *h, long long session)
 {
     char why[256];
-    if (open_db(NULL, &h->db, why, sizeof why) != SQLITE_OK ||
+    if (open_db(h, NULL, &h->db, why, sizeof why) != SQLITE_OK ||
         begin_session(h, session, why, sizeof why) != SQLITE_DONE) {
         log_error("history: cannot keep it even in memory: %s", why);
         close_db(h);
@@ -193,9 +277,11 @@ static int use_memory(struct history *h, long long session)
     return 0;
 }
 
-int history_open(struct history *h, const char *path)
+int history_open(struct history *h, const char *path, const char *workspace)
 {
     memset(h, 0, sizeof *h);
+    if (!(h->workspace = strdup(workspace ? workspace : "")))
+        return -ENOMEM;
     if (!path)
         return use_memory(h, 0);
     char dir[PATH_MAX], why[512] = "";
@@ -204,15 +290,18 @@ int history_open(struct history *h, const char *path)
     if (slash && slash != dir) {
         *slash = 0;
         fsutil_mkdir_p(dir, 0700); /* if it fails, opening says why */
+        int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        h->folder = fd >= 0 ? fd + 1 : 0;
     }
     struct stat st;
     bool fresh = stat(path, &st) != 0;
-    if (open_db(path, &h->db, why, sizeof why) == SQLITE_OK &&
+    if (open_db(h, path, &h->db, why, sizeof why) == SQLITE_OK &&
         begin_session(h, 0, why, sizeof why) == SQLITE_DONE) {
         /* Cells hold what users type, secrets too: a new database is theirs
          * alone (its journal files take its mode). */
         if (fresh)
             chmod(path, 0600);
+        sqlite3_busy_timeout(h->db, HISTORY_BUSY_MS);
         if ((h->path = strdup(path)))
             return 0;
         snprintf(why, sizeof why, "out of memory");
@@ -224,18 +313,67 @@ int history_open(struct history *h, const char *path)
     return use_memory(h, 0);
 }
 
+/* Writes the pending cells to the file, in one transaction. 0, -EBUSY while
+ * another process holds it, -EIO on another failure (why says it). */
+static int flush_pending(struct history *h, char *why, size_t whylen)
+{
+    if (!h->pending)
+        return 0;
+    char *msg = NULL;
+    int rc = sqlite3_exec(h->db, flush_sql, NULL, NULL, &msg);
+    snprintf(why, whylen, "%s", msg ? msg : "");
+    sqlite3_free(msg);
+    if (!sqlite3_get_autocommit(h->db))
+        sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) {
+        if (h->pending_said)
+            log_info("history: the %zu entries that waited are written to %s", h->pending,
+                     h->path);
+        h->pending = h->pending_bytes = 0;
+        h->pending_said = false;
+        return 0;
+    }
+    return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED ? -EBUSY : -EIO;
+}
+
 void history_close(struct history *h)
 {
     if (h->db) {
+        char why[256];
+        sqlite3_busy_timeout(h->db, HISTORY_OPEN_BUSY_MS); /* the loop has ended */
+        if (h->path && flush_pending(h, why, sizeof why) != 0)
+            log_warn("history: %zu entries could not be written to %s (%s): they are "
+                     "lost with this kernel",
+                     h->pending, h->path, why);
         end_session(h);
         close_db(h);
     }
+    if (h->folder > 0)
+        close(h->folder - 1);
     free(h->path);
+    free(h->workspace);
     memset(h, 0, sizeof *h);
 }
 
+int history_folder(const struct history *h, char *out, size_t len)
+{
+    char link[64];
+    if (h->folder <= 0 || len < 2)
+        return -ENOENT;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", h->folder - 1);
+    ssize_t n = readlink(link, out, len - 1);
+    if (n <= 0 || (size_t)n >= len - 1 || out[0] != '/')
+        return -ENOENT;
+    out[n] = 0;
+    static const char gone[] = " (deleted)";
+    size_t g = sizeof gone - 1;
+    if ((size_t)n > g && strcmp(out + n - g, gone) == 0)
+        return -ENOENT;
+    return 0;
+}
+
 /* The file failed a write: the history goes on in memory, with this
- * session's cells as far as the file still gives them. */
+ * session's cells as far as the file (and the pending ones) still give them. */
 static void give_up_file(struct history *h, const char *why)
 {
     log_warn("history: writing to %s failed (%s): this kernel keeps its history in "
@@ -246,12 +384,13 @@ static void give_up_file(struct history *h, const char *why)
     h->db = NULL;
     free(h->path);
     h->path = NULL;
+    h->pending = h->pending_bytes = 0;
     if (use_memory(h, h->session) == 0) {
         sqlite3_stmt *st = NULL;
         char ignored[256];
         if (sqlite3_prepare_v2(old,
-                               "SELECT line, source_raw FROM history WHERE session = ?1",
-                               -1, &st, NULL) == SQLITE_OK) {
+                               "SELECT line, source_raw FROM h_in WHERE session = ?1", -1,
+                               &st, NULL) == SQLITE_OK) {
             sqlite3_bind_int64(st, 1, h->session);
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *src = (const char *)sqlite3_column_text(st, 1);
@@ -264,19 +403,63 @@ static void give_up_file(struct history *h, const char *why)
     sqlite3_close(old);
 }
 
-/* A write: on the file's failure, given up for memory and tried there. */
+/* The file is busy: the write waits with the pending ones, or, past the
+ * queue's bound, the file is given up. */
+static int write_pending(struct history *h, int which, long long line, const char *text,
+                         const char *busy)
+{
+    char why[400];
+    size_t len = strlen(text);
+    if (h->pending >= HISTORY_PENDING_MAX ||
+        h->pending_bytes + len > HISTORY_PENDING_BYTES) {
+        snprintf(why, sizeof why, "%.256s, and %zu entries already wait", busy,
+                 h->pending);
+        give_up_file(h, why);
+        return -EAGAIN; /* written in memory by the caller */
+    }
+    if (!h->pending)
+        h->pending_since = monotime_now();
+    int rc = run_write(h, which + WRITE_PENDING_INPUT, line, text, why, sizeof why);
+    if (rc != SQLITE_DONE) {
+        give_up_file(h, why);
+        return -EAGAIN;
+    }
+    h->pending++;
+    h->pending_bytes += len;
+    return 0;
+}
+
+/* A write: behind the pending ones while the file is busy; on the file's
+ * other failures, given up for memory and tried there. */
 static int write_row(struct history *h, int which, long long line, const char *text)
 {
     char why[256];
     if (!h->db)
         return -ENOMEM;
-    int rc = run_write(h, which, line, text, why, sizeof why);
-    if (rc != SQLITE_DONE && h->path) {
-        give_up_file(h, why);
-        if (!h->db)
-            return -ENOMEM;
-        rc = run_write(h, which, line, text, why, sizeof why);
+    /* While entries wait, a write joins them, but for a try at most every
+     * HISTORY_RETRY_S: each try may wait HISTORY_BUSY_MS. */
+    int rc = SQLITE_DONE, busy = 0;
+    if (h->path && h->pending) {
+        double now = monotime_now();
+        busy = now < h->retry_at ? -EBUSY : flush_pending(h, why, sizeof why);
+        h->retry_at = now + HISTORY_RETRY_S;
     }
+    if (busy == -EIO) {
+        give_up_file(h, why);
+    } else if (busy == 0) {
+        rc = run_write(h, which, line, text, why, sizeof why);
+        if (h->path && ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED))
+            busy = -EBUSY;
+        else if (rc != SQLITE_DONE && h->path)
+            give_up_file(h, why);
+        else if (rc == SQLITE_DONE)
+            return 0;
+    }
+    if (busy == -EBUSY && write_pending(h, which, line, text, why) == 0)
+        return 0;
+    if (!h->db)
+        return -ENOMEM;
+    rc = run_write(h, which, line, text, why, sizeof why);
     if (rc != SQLITE_DONE) {
         log_debug("history: %s", why);
         return -EIO;
@@ -284,11 +467,35 @@ static int write_row(struct history *h, int which, long long line, const char *t
     return 0;
 }
 
+void history_retry(struct history *h)
+{
+    double now = monotime_now();
+    if (!h->db || !h->path || !h->pending || now < h->retry_at)
+        return;
+    h->retry_at = now + HISTORY_RETRY_S;
+    char why[256];
+    int rc = flush_pending(h, why, sizeof why);
+    if (rc == -EIO) {
+        give_up_file(h, why);
+    } else if (rc == -EBUSY && !h->pending_said &&
+               now - h->pending_since > HISTORY_SAY_S) {
+        h->pending_said = true;
+        log_warn("history: %s is held by another process (%s): %zu entries wait in "
+                 "memory, and are written once it is free (at most %d wait)",
+                 h->path, why, h->pending, HISTORY_PENDING_MAX);
+    }
+}
+
 void history_new_session(struct history *h)
 {
     char why[256];
     if (!h->db)
         return;
+    /* A restart is rare and the worker is away: the file may keep the loop as
+     * long as at the start, rather than the numbering move to memory. */
+    sqlite3_busy_timeout(h->db, HISTORY_OPEN_BUSY_MS);
+    if (h->path && flush_pending(h, why, sizeof why) != 0)
+        give_up_file(h, why);
     end_session(h);
     if (begin_session(h, 0, why, sizeof why) != SQLITE_DONE) {
         if (h->path) {
@@ -298,6 +505,7 @@ void history_new_session(struct history *h)
             log_warn("history: cannot begin a new session: %s", why);
         }
     }
+    sqlite3_busy_timeout(h->db, HISTORY_BUSY_MS);
 }
 
 int history_add(struct history *h, int line, const char *input)
@@ -308,156 +516,4 @@ int history_add(struct history *h, int line, const char *input)
 int history_set_output(struct history *h, int line, const char *output)
 {
     return write_row(h, WRITE_OUTPUT, line, output);
-}
-
-/* --- queries ----------------------------------------------------------------------- */
-
-/* A whole number field in [min, max], or dflt when absent or null. */
-static int get_int(const json_t *c, const char *key, long long min, long long max,
-                   long long dflt, long long *out, char *err, size_t errlen)
-{
-    json_t *v = json_object_get(c, key);
-    *out = dflt;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-        return errbuf_set(-EINVAL, err, errlen,
-                          "history: \"%s\" must be a whole number from %lld to %lld", key,
-                          min, max);
-    *out = json_integer_value(v);
-    return 0;
-}
-
-static int get_bool(const json_t *c, const char *key, bool *out, char *err, size_t errlen)
-{
-    json_t *v = json_object_get(c, key);
-    *out = json_is_true(v);
-    if (v && !json_is_null(v) && !json_is_boolean(v))
-        return errbuf_set(-EINVAL, err, errlen, "history: \"%s\" must be true or false",
-                          key);
-    return 0;
-}
-
-int history_query_parse(const json_t *c, struct history_query *q, char *err,
-                        size_t errlen)
-{
-    memset(q, 0, sizeof *q);
-    if (!json_is_object(c))
-        return errbuf_set(-EINVAL, err, errlen, "history: the query is not an object");
-    json_t *type = json_object_get(c, "hist_access_type");
-    const char *t = json_string_value(type);
-    if (!type || json_is_null(type) || (t && strcmp(t, "tail") == 0))
-        q->access = HISTORY_TAIL;
-    else if (t && strcmp(t, "range") == 0)
-        q->access = HISTORY_RANGE;
-    else if (t && strcmp(t, "search") == 0)
-        q->access = HISTORY_SEARCH;
-    else
-        return errbuf_set(-EINVAL, err, errlen,
-                          "history: \"hist_access_type\" must be tail, range or search");
-    json_t *pattern = json_object_get(c, "pattern");
-    q->pattern = "*";
-    if (pattern && !json_is_null(pattern)) {
-        if (!json_is_string(pattern) ||
-            json_string_length(pattern) > HISTORY_PATTERN_MAX ||
-            strlen(json_string_value(pattern)) != json_string_length(pattern))
-            return errbuf_set(-EINVAL, err, errlen,
-                              "history: \"pattern\" must be a glob of at most %d "
-                              "characters",
-                              HISTORY_PATTERN_MAX);
-        q->pattern = json_string_value(pattern);
-    }
-    int rc;
-    if ((rc = get_bool(c, "output", &q->output, err, errlen)) ||
-        (rc = get_bool(c, "raw", &q->raw, err, errlen)) ||
-        (rc = get_bool(c, "unique", &q->unique, err, errlen)) ||
-        (rc = get_int(c, "session", -INT_MAX, INT_MAX, 0, &q->session, err, errlen)) ||
-        (rc = get_int(c, "start", 0, INT_MAX, 1, &q->start, err, errlen)) ||
-        (rc = get_int(c, "stop", 0, INT_MAX, 0, &q->stop, err, errlen)) ||
-        (rc = get_int(c, "n", 0, INT_MAX, q->access == HISTORY_SEARCH ? -1 : 10, &q->n,
-                      err, errlen)))
-        return rc;
-    return 0;
-}
-
-/* A JSON string of text from the database, which is the user's file: text
- * that is not UTF-8 becomes "". */
-static json_t *text_json(sqlite3_stmt *st, int col)
-{
-    const char *s = (const char *)sqlite3_column_text(st, col);
-    json_t *j = s ? json_stringn(s, (size_t)sqlite3_column_bytes(st, col)) : NULL;
-    return j ? j : json_string("");
-}
-
-json_t *history_query(struct history *h, const struct history_query *q,
-                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
-{
-    /* Newest first, so that the LIMIT keeps the last entries; reversed below. */
-    static const char head[] =
-        "SELECT h.session, h.line, h.source_raw, o.output FROM history AS h "
-        "LEFT JOIN output_history AS o ON o.session = h.session AND o.line = h.line ";
-    static const char tail[] = "ORDER BY h.session DESC, h.line DESC LIMIT ?4";
-    const char *where = "";
-    long long limit = -1, session = 0;
-    switch (q->access) {
-    case HISTORY_TAIL:
-        limit = q->n;
-        break;
-    case HISTORY_RANGE:
-        session = q->session <= 0 ? q->session + h->session : q->session;
-        where = "WHERE h.session = ?1 AND h.line >= ?2 AND (?3 <= 0 OR h.line < ?3) ";
-        break;
-    case HISTORY_SEARCH:
-        limit = q->n;
-        where = q->unique ? "WHERE h.rowid IN (SELECT max(rowid) FROM history "
-                            "WHERE source_raw GLOB ?5 GROUP BY source_raw) "
-                          : "WHERE h.source_raw GLOB ?5 ";
-        break;
-    }
-    if (max_entries && (limit < 0 || (unsigned long long)limit > max_entries))
-        limit = (long long)max_entries;
-    if (!h->db) {
-        errbuf_set(-EIO, err, errlen, "the history is not available");
-        return NULL;
-    }
-    char sql[sizeof head + sizeof tail + 256];
-    snprintf(sql, sizeof sql, "%s%s%s", head, where, tail);
-    sqlite3_stmt *st = NULL;
-    json_t *rev = json_array(), *list = NULL;
-    int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, session);
-        sqlite3_bind_int64(st, 2, q->start);
-        sqlite3_bind_int64(st, 3, q->stop);
-        sqlite3_bind_int64(st, 4, limit);
-        sqlite3_bind_text(st, 5, q->pattern ? q->pattern : "*", -1, SQLITE_STATIC);
-    }
-    size_t bytes = 0;
-    while (rc == SQLITE_OK && rev && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        bytes +=
-            (size_t)sqlite3_column_bytes(st, 2) + (size_t)sqlite3_column_bytes(st, 3);
-        if (max_bytes && bytes > max_bytes) {
-            rc = SQLITE_DONE;
-            break;
-        }
-        json_t *input = text_json(st, 2);
-        if (q->output)
-            input =
-                json_pack("[o, o]", input,
-                          sqlite3_column_type(st, 3) == SQLITE_NULL ? json_null()
-                                                                    : text_json(st, 3));
-        json_array_append_new(
-            rev, json_pack("[I, I, o]", (json_int_t)sqlite3_column_int64(st, 0),
-                           (json_int_t)sqlite3_column_int64(st, 1), input));
-        rc = SQLITE_OK;
-    }
-    if (rc == SQLITE_DONE && rev && (list = json_array()))
-        for (size_t i = json_array_size(rev); i-- > 0;)
-            json_array_append(list, json_array_get(rev, i));
-    else
-        errbuf_set(-EIO, err, errlen, "the history cannot be read: %s",
-                   rev ? sqlite3_errmsg(h->db) : "out of memory");
-    sqlite3_finalize(st);
-    json_decref(rev);
-    return list;
 }

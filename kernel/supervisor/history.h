@@ -1,10 +1,11 @@
 /* history: the inputs (and text outputs) of executed cells, kept by the
  * supervisor in an SQLite database of the user's, so that they outlive the
  * worker and the kernel's process: a restarted kernel is a new process, and
- * its clients still ask for the earlier sessions. Numbered as IPython numbers
- * them: a session per kernel start (or in-place restart), line numbers from 1
- * within it. The history owns its database; queries return new JSON (caller
- * releases). */
+ * its clients still ask for the earlier sessions. Each session is its
+ * workspace's, and a kernel's queries see its own workspace's sessions alone.
+ * Numbered as IPython numbers them: a session per kernel start (or in-place
+ * restart), line numbers from 1 within it. The history owns its database;
+ * queries return new JSON (caller releases). */
 #ifndef SANDPIT_HISTORY_H
 #define SANDPIT_HISTORY_H
 
@@ -12,17 +13,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define HISTORY_FILE        "sandpit/history.sqlite" /* in the Jupyter data folder */
-#define HISTORY_PATTERN_MAX 4096                     /* longest glob of a search */
+#include "kernel/supervisor/history_glob.h"
+
+#define HISTORY_FILE          "sandpit/history.sqlite" /* in the Jupyter data folder */
+#define HISTORY_QUERY_MS      250         /* the longest a query may hold the loop */
+#define HISTORY_PENDING_MAX   1000        /* most writes that wait for a busy file */
+#define HISTORY_PENDING_BYTES (16u << 20) /* and their text */
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 struct history {
     struct sqlite3 *db;
-    struct sqlite3_stmt *writes[2]; /* the per-cell writes, prepared once */
+    struct sqlite3_stmt *writes[4]; /* the per-cell writes, prepared once */
     char *path;        /* the database's file; NULL once it is kept in memory */
+    char *workspace;   /* the key of this kernel's sessions: its real path */
     long long session; /* the current session's number, from 1 */
+    size_t pending, pending_bytes;   /* the writes that wait for a busy file */
+    double pending_since, retry_at;  /* monotime_now's clock */
+    bool pending_said;               /* the log has said that they wait */
+    struct history_glob_clock clock; /* the running query's deadline */
+    int folder; /* the database's folder, an O_PATH descriptor + 1; 0: none */
 };
 
 enum history_access { HISTORY_TAIL, HISTORY_RANGE, HISTORY_SEARCH };
@@ -40,14 +51,24 @@ struct history_query {
     const char *pattern; /* search: a glob on the whole input (borrowed) */
 };
 
-/* Opens the database at path and begins a new session in it; path NULL
- * keeps the history in memory (--history off), for this process alone. A
- * database that cannot be used (corrupt, locked beyond the busy timeout, not
- * writable) leaves the history in memory too, and the log says so once. 0, or
- * -ENOMEM when not even memory would do. */
-int history_open(struct history *h, const char *path);
-/* Ends the session (its end time) and closes the database. */
+/* Opens the database at path and begins a new session in it, of workspace
+ * (its real path; copied); path NULL keeps the history in memory (--history
+ * off), for this process alone. A database that cannot be used at the start
+ * (corrupt, locked beyond a second, not writable) leaves the history in memory
+ * too, and the log says so once. 0, or -ENOMEM when not even memory would do. */
+int history_open(struct history *h, const char *path, const char *workspace);
+/* Writes what waits (waiting up to a second: the loop has ended), ends the
+ * session (its end time) and closes the database. */
 void history_close(struct history *h);
+/* Tries again to write the entries that found the file busy, at most every
+ * quarter of a second (each try waits at most a few milliseconds); the loop
+ * calls it at each turn. */
+void history_retry(struct history *h);
+
+/* Where the database's folder is now, in out: found by its descriptor, not
+ * by the path it had, so that a folder moved (renamed above it) is still the
+ * one each new worker hides. 0, or -ENOENT (no file, or the folder is gone). */
+int history_folder(const struct history *h, char *out, size_t len);
 
 /* The default database, HISTORY_FILE in the user's Jupyter data folder.
  * 0 or -errno (no HOME, too long). */
@@ -56,8 +77,10 @@ int history_default_path(char *out, size_t len);
 /* Ends the current session and begins the next one (an in-place restart). */
 void history_new_session(struct history *h);
 
-/* Records an input as line `line` of the current session. 0 or -errno; a
- * database that fails to take it is given up for memory (said once). */
+/* Records an input as line `line` of the current session. 0 or -errno; one
+ * the file is too busy to take waits in memory and is written later (at most
+ * HISTORY_PENDING_MAX of them); a database that fails to take it otherwise is
+ * given up for memory (said once). */
 int history_add(struct history *h, int line, const char *input);
 /* Records the text output of a line of the current session (replacing any). */
 int history_set_output(struct history *h, int line, const char *output);
@@ -71,9 +94,10 @@ int history_query_parse(const json_t *content, struct history_query *q, char *er
                         size_t errlen);
 
 /* Answers q with the reply's "history" list, in execution order: a new JSON
- * array of [session, line, input] (input [input, output] with q->output), or
- * NULL with a sentence in err. At most max_entries entries and about
- * max_bytes of text (0: no bound) are given: the newest. */
+ * array of [session, line, input] (input [input, output] with q->output), of
+ * this workspace's sessions only, or NULL with a sentence in err (one that
+ * says so for a query stopped at HISTORY_QUERY_MS). At most max_entries
+ * entries and about max_bytes of text (0: no bound) are given: the newest. */
 json_t *history_query(struct history *h, const struct history_query *q,
                       size_t max_entries, size_t max_bytes, char *err, size_t errlen);
 

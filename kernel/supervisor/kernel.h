@@ -109,6 +109,14 @@ struct kernel {
  * database too; io and loop are set by the caller. 0 or -errno. */
 int kernel_init(struct kernel *k, const struct options *opts, const char *workspace,
                 const char *username);
+/* Where the history's database is, for the supervisor and its workers: the
+ * --history path, or the default one, made absolute into opts->history, with
+ * its folder made (0700) for the workers to hide; "off" where there is none,
+ * where its folder holds the workspace or the temporary folder (opts's, as
+ * real paths), or where a --history folder lies inside one of them: a worker
+ * could not hide it, or a cell could move it out of its cover (the log says
+ * so). 0 or -ENOMEM. */
+int kernel_prepare_history(struct options *opts);
 /* Frees every request and remembered header; ends the history's session. */
 void kernel_release(struct kernel *k);
 

@@ -103,6 +103,8 @@ void respawn_release(struct respawn *w)
 {
     template_free(w->tpl);
     w->tpl = NULL;
+    free(w->tpl_history);
+    w->tpl_history = NULL;
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     loop_del_timer(w->loop, w->spare_timer);
@@ -114,7 +116,8 @@ void respawn_release(struct respawn *w)
 
 /* The program's path (Python's, where the worker is a library), then the
  * options. */
-static char **worker_argv(const char *program, const struct options *opts)
+static char **worker_argv(const char *program, const struct options *opts,
+                          const struct history *history)
 {
 #ifdef SANDPIT_WORKER_PYTHON
     (void)program;
@@ -126,6 +129,21 @@ static char **worker_argv(const char *program, const struct options *opts)
         goto fail;
     if ((argc = options_to_argv(opts, &argv, argc)) < 0)
         goto fail;
+    /* The history's folder where it is now (a cell may have renamed a folder
+     * above it): the worker hides the folder of the last --history. */
+    char dir[PATH_MAX - 2];
+    if (history && history_folder(history, dir, sizeof dir) == 0) {
+        char **na = realloc(argv, (size_t)(argc + 3) * sizeof *na);
+        if (!na)
+            goto fail;
+        argv = na;
+        argv[argc] = strdup("--history");
+        if (!argv[argc] || asprintf(&argv[argc + 1], "%s/-", dir) < 0) {
+            argv[argc + 1] = NULL;
+            goto fail;
+        }
+        argv[argc + 2] = NULL;
+    }
     return argv;
 fail:
     for (int i = 0; argv && argv[i]; i++)
@@ -164,14 +182,40 @@ static int start_child(struct respawn *w, char **argv, bool spare)
                  : child_start(w->child, argv, w->env, l, w->tpl);
 }
 
+/* The history's folder now ("" for none): a new one in *out (caller frees). */
+static char *history_now(struct respawn *w)
+{
+    char dir[PATH_MAX];
+    return strdup(history_folder(&w->k->history, dir, sizeof dir) == 0 ? dir : "");
+}
+
+/* Has the history's folder moved since the template took its options? Its
+ * workers would hide where it was: the template goes, and the next worker
+ * is exec'd with options of now (and starts a template of its own). */
+static bool template_stale(struct respawn *w)
+{
+    if (!w->tpl)
+        return false;
+    char *now = history_now(w);
+    bool stale = !now || strcmp(now, w->tpl_history ? w->tpl_history : "") != 0;
+    free(now);
+    return stale;
+}
+
 void respawn_start(struct respawn *w)
 {
+    if (template_stale(w)) {
+        log_info("the history's folder has moved: the worker template starts again");
+        template_free(w->tpl);
+        w->tpl = NULL;
+        w->tpl_tried = false;
+    }
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     loop_del_timer(w->loop, w->spare_timer);
     w->retry_timer = w->hello_timer = w->spare_timer = 0;
     w->stops = 0;
-    char **argv = worker_argv(w->program, w->opts);
+    char **argv = worker_argv(w->program, w->opts, &w->k->history);
     if (!w->env)
         w->env =
             worker_environment(w, child_environment(w->opts->sandbox, w->opts->pass_env));
@@ -182,6 +226,8 @@ void respawn_start(struct respawn *w)
     if (argv && w->env && w->started && !w->tpl_tried && w->opts->template) {
         w->tpl_tried = true;
         w->tpl = template_start(w->loop, argv, w->env);
+        free(w->tpl_history);
+        w->tpl_history = history_now(w);
     }
     int rc = start_child(w, argv, false);
     free_argv(argv);
@@ -313,9 +359,9 @@ bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
 static void start_spare(struct respawn *w)
 {
     if (!w->opts->template || w->opts->preload ||
-        template_state(w->tpl) != TEMPLATE_READY)
+        template_state(w->tpl) != TEMPLATE_READY || template_stale(w))
         return;
-    char **argv = worker_argv(w->program, w->opts);
+    char **argv = worker_argv(w->program, w->opts, &w->k->history);
     int rc = start_child(w, argv, true);
     free_argv(argv);
     if (rc && rc != -EAGAIN)

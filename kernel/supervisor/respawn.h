@@ -43,6 +43,7 @@ struct respawn {
     int stops;             /* times the running worker was stopped (SIGSTOP, ...) */
     struct template *tpl;  /* forks workers once ready; NULL: none (owned) */
     bool tpl_tried;        /* a template was started once: not again */
+    char *tpl_history;     /* the history's folder in the template's options (owned) */
     unsigned started;      /* workers started */
 };
 

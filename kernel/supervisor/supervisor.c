@@ -270,6 +270,7 @@ static void before_wait(struct loop *l, void *data)
 {
     struct supervisor *s = data;
     shells_pump(&s->k);
+    history_retry(&s->k.history);
     unsigned used = channels_take_used(&s->channels);
     for (int c = 0; used && c < CONNECTION_NCHANNELS; c++)
         if (used & (1u << c))
@@ -310,6 +311,8 @@ static int prepare_folders(struct supervisor *s)
     free(opts->tmpdir);
     if (!(opts->tmpdir = strdup(s->tmpdir)))
         return -ENOMEM;
+    if ((rc = kernel_prepare_history(opts)))
+        return rc;
     char conn_real[PATH_MAX];
     struct stat st;
     if (realpath(opts->connection_file, conn_real)) {

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/fsutil.h"
 #include "kernel/link/frames.h"
 #include "kernel/link/spawn.h"
 #include "kernel/log.h"
@@ -139,6 +140,36 @@ static int pythonpath_paths(const char *pp, const struct sandbox_policy *p, char
         s += k + (s[k] == ':');
     }
     return 0;
+}
+
+/* True if dir is path or holds it (path may be NULL). */
+static bool worker_holds(const char *dir, const char *path)
+{
+    size_t n = strlen(dir);
+    return path && strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* The history's folders, appended to hidden from k: the folder of history
+ * (the supervisor made it absolute, gives where the folder is now, and keeps
+ * the history in memory where the folder would hold the workspace), and the
+ * user's default one, which other kernels use even when this one has
+ * --history off or its own (unless it holds a read-write path). The paths are
+ * static: the worker confines itself once. Returns the new count. */
+static size_t hide_history(const char **hidden, size_t k, const char *history,
+                           const struct sandbox_policy *p)
+{
+    static char dir[PATH_MAX], data[PATH_MAX], dflt[PATH_MAX + 8], real[PATH_MAX];
+    const char *slash = history ? strrchr(history, '/') : NULL;
+    if (slash && slash != history && slash - history < (long)sizeof dir) {
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - history), history);
+        hidden[k++] = dir;
+    }
+    if (fsutil_jupyter_data_dir(data, sizeof data) == 0 &&
+        snprintf(dflt, sizeof dflt, "%s/sandpit", data) < (int)sizeof dflt &&
+        realpath(dflt, real) && strcmp(real, dir) != 0 &&
+        !worker_holds(real, p->workspace) && !worker_holds(real, p->tmpdir))
+        hidden[k++] = real;
+    return k;
 }
 
 /* What the code may read but not write: the interpreter's folders, the
@@ -473,6 +504,7 @@ int worker_main(int argc, char **argv)
     size_t k = 0;
     if (o.hide)
         hidden[k++] = o.hide;
+    k = hide_history(hidden, k, o.history, &policy);
     for (size_t i = 0; i < n_hidden; i++)
         hidden[k++] = masks.hidden[i];
     /* The other places a kernel of this user keeps its private folders (one

@@ -25,10 +25,14 @@ TRIES = 5
 
 @pytest.fixture(scope="module")
 def box(jupyter_dir, tmp_path_factory):
-    # A database of its own: the user's holds every other test's cells, and a
-    # search spans all of its sessions.
+    # A database of its own: the user's holds every other test's cells (in
+    # other workspaces, but a search still reads past them). In a folder of
+    # its own, beside the workspace: one inside it or holding it could not be
+    # kept hidden from cells.
     folder = tmp_path_factory.mktemp("history")
-    k = boot(jupyter_dir, "--history", str(folder / "history.sqlite"), cwd=folder)
+    (folder / "ws").mkdir()
+    k = boot(jupyter_dir, "--history", str(folder / "db" / "history.sqlite"),
+             cwd=folder / "ws")
     # Only a socket of our own from here: the client's channels would spend the
     # test's time decoding 60,000 status messages.
     k.kc.stop_channels()

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernel/options.h"
 #include "kernel/supervisor/history.h"
@@ -47,7 +48,7 @@ static const char *temp_dir(void)
 static void test_history(void)
 {
     struct history h;
-    REQUIRE(history_open(&h, NULL) == 0);
+    REQUIRE(history_open(&h, NULL, "/ws") == 0);
     CHECK_INT(h.session, 1);
     history_add(&h, 1, "a = 1");
     history_add(&h, 2, "b = 2");
@@ -131,7 +132,7 @@ static void test_history_queries_are_checked(void)
 static void test_history_bounds_keep_the_newest(void)
 {
     struct history h;
-    REQUIRE(history_open(&h, NULL) == 0);
+    REQUIRE(history_open(&h, NULL, "/ws") == 0);
     char line[64];
     for (int i = 1; i <= 50; i++) {
         snprintf(line, sizeof line, "x = %d  # ten bytes", i);
@@ -156,7 +157,7 @@ static void test_history_outlives_the_process_in_its_file(void)
     char path[256];
     snprintf(path, sizeof path, "%s/deeper/history.sqlite", temp_dir());
     struct history h;
-    REQUIRE(history_open(&h, path) == 0);
+    REQUIRE(history_open(&h, path, "/ws") == 0);
     CHECK(h.path != NULL); /* kept in the file */
     struct stat st;
     REQUIRE(stat(path, &st) == 0);
@@ -167,7 +168,7 @@ static void test_history_outlives_the_process_in_its_file(void)
     long long before = h.session;
     history_close(&h);
 
-    REQUIRE(history_open(&h, path) == 0);
+    REQUIRE(history_open(&h, path, "/ws") == 0);
     CHECK_INT(h.session, before + 1);
     json_t *r = query(&h, "{\"hist_access_type\":\"range\",\"session\":-1,"
                           "\"output\":true}");
@@ -184,8 +185,8 @@ static void test_two_kernels_write_at_once(void)
     char path[256];
     snprintf(path, sizeof path, "%s/history.sqlite", temp_dir());
     struct history a, b;
-    REQUIRE(history_open(&a, path) == 0);
-    REQUIRE(history_open(&b, path) == 0);
+    REQUIRE(history_open(&a, path, "/ws") == 0);
+    REQUIRE(history_open(&b, path, "/ws") == 0);
     CHECK(a.session != b.session);
     for (int i = 1; i <= 100; i++) {
         CHECK_INT(history_add(&a, i, "from a"), 0);
@@ -213,7 +214,7 @@ static void test_a_corrupt_database_leaves_the_history_in_memory(void)
         fputs("this is not an SQLite database. ", f);
     fclose(f);
     struct history h;
-    REQUIRE(history_open(&h, path) == 0);
+    REQUIRE(history_open(&h, path, "/ws") == 0);
     CHECK(h.path == NULL);
     CHECK_INT(history_add(&h, 1, "still = 1"), 0);
     json_t *r = query(&h, "{\"hist_access_type\":\"tail\"}");
@@ -223,34 +224,278 @@ static void test_a_corrupt_database_leaves_the_history_in_memory(void)
     history_close(&h);
 }
 
-static void test_a_locked_database_is_given_up_for_memory(void)
+/* The number of rows of sql's one column in the file at path. */
+static long long count_in(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long n = -1;
+    if (sqlite3_open(path, &db) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+static void test_a_busy_database_keeps_the_cells_waiting(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/history.sqlite", temp_dir());
     struct history h;
-    REQUIRE(history_open(&h, path) == 0);
+    REQUIRE(history_open(&h, path, "/ws") == 0);
     CHECK_INT(history_add(&h, 1, "before = 1"), 0);
     /* Another writer holds the lock for longer than the busy timeout. */
     sqlite3 *other = NULL;
     REQUIRE(sqlite3_open(path, &other) == SQLITE_OK);
     REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
     CHECK_INT(history_add(&h, 2, "during = 2"), 0);
+    CHECK_INT(history_set_output(&h, 2, "2"), 0);
+    CHECK_INT(history_add(&h, 3, "during = 3"), 0);
+    CHECK(h.path != NULL); /* the file is kept */
+    CHECK_INT(h.pending, 3);
+    /* the queries see the waiting entries with the file's */
+    json_t *r = query(&h, "{\"hist_access_type\":\"range\",\"output\":true}");
+    REQUIRE(r && json_array_size(r) == 3);
+    CHECK_STR(
+        json_string_value(json_array_get(json_array_get(json_array_get(r, 0), 2), 0)),
+        "before = 1");
+    CHECK_STR(
+        json_string_value(json_array_get(json_array_get(json_array_get(r, 1), 2), 1)),
+        "2");
+    json_decref(r);
+    r = query(&h, "{\"hist_access_type\":\"search\",\"pattern\":\"during*\","
+                  "\"unique\":true}");
+    CHECK_INT(json_array_size(r), 2);
+    json_decref(r);
+    sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(other);
+    /* free again: the next write takes the waiting ones first, in order,
+     * once the time of the next try has come */
+    h.retry_at = 0;
+    CHECK_INT(history_add(&h, 4, "after = 4"), 0);
+    CHECK_INT(h.pending, 0);
+    CHECK_INT(count_in(path, "SELECT count(*) FROM history"), 4);
+    CHECK_INT(count_in(path, "SELECT count(*) FROM output_history"), 1);
+    history_close(&h);
+}
+
+/* A link in the database's place (made where a cell could write) is not
+ * followed: the file it names stays as it was. */
+static void test_a_link_in_the_database_s_place_is_refused(void)
+{
+    char path[256], target[256];
+    const char *dir = temp_dir();
+    snprintf(path, sizeof path, "%s/history.sqlite", dir);
+    snprintf(target, sizeof target, "%s/bashrc", dir);
+    FILE *f = fopen(target, "w");
+    REQUIRE(f != NULL);
+    fclose(f);
+    REQUIRE(symlink(target, path) == 0);
+    struct history h;
+    REQUIRE(history_open(&h, path, "/ws") == 0);
     CHECK(h.path == NULL);
-    /* in memory, with the session's cells so far */
+    struct stat st;
+    REQUIRE(stat(target, &st) == 0);
+    CHECK_INT(st.st_size, 0);
+    history_close(&h);
+}
+
+static void test_a_full_queue_gives_the_file_up(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/history.sqlite", temp_dir());
+    struct history h;
+    REQUIRE(history_open(&h, path, "/ws") == 0);
+    sqlite3 *other = NULL;
+    REQUIRE(sqlite3_open(path, &other) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    for (int i = 1; i <= HISTORY_PENDING_MAX + 1; i++)
+        REQUIRE(history_add(&h, i, "x = 1") == 0);
+    CHECK(h.path == NULL); /* in memory, with every cell */
     json_t *r = query(&h, "{\"hist_access_type\":\"range\"}");
-    REQUIRE(r && json_array_size(r) == 2);
-    CHECK_STR(input_of(r, 0), "before = 1");
-    CHECK_STR(input_of(r, 1), "during = 2");
+    CHECK_INT(json_array_size(r), HISTORY_PENDING_MAX + 1);
     json_decref(r);
     sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(other);
     history_close(&h);
 }
 
+/* Two workspaces in one file: each sees its own sessions alone; the rows of
+ * a file made before the workspace column belong to none. */
+static void test_each_workspace_sees_its_own_history(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/history.sqlite", temp_dir());
+    sqlite3 *old = NULL;
+    REQUIRE(sqlite3_open(path, &old) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(old,
+                         "CREATE TABLE sessions (session INTEGER PRIMARY KEY "
+                         "AUTOINCREMENT, start TIMESTAMP, end TIMESTAMP, num_cmds "
+                         "INTEGER, remark TEXT);"
+                         "CREATE TABLE history (session INTEGER, line INTEGER, source "
+                         "TEXT, source_raw TEXT, PRIMARY KEY (session, line));"
+                         "INSERT INTO sessions (start, num_cmds) VALUES ('now', 1);"
+                         "INSERT INTO history VALUES (1, 1, 'old = 1', 'old = 1');",
+                         NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(old);
+    struct history a, b;
+    REQUIRE(history_open(&a, path, "/home/a") == 0);
+    REQUIRE(history_open(&b, path, "/home/b") == 0);
+    CHECK(a.path != NULL && b.path != NULL);
+    CHECK_INT(history_add(&a, 1, "secret = 'of a'"), 0);
+    CHECK_INT(history_add(&b, 1, "mine = 'of b'"), 0);
+    const char *all[] = {
+        "{\"hist_access_type\":\"search\",\"pattern\":\"*\"}",
+        "{\"hist_access_type\":\"search\",\"pattern\":\"*\",\"unique\":true}",
+        "{\"hist_access_type\":\"tail\",\"n\":100}",
+    };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        json_t *r = query(&b, all[i]);
+        REQUIRE(r && json_array_size(r) == 1);
+        CHECK_STR(input_of(r, 0), "mine = 'of b'");
+        json_decref(r);
+        r = query(&a, all[i]);
+        REQUIRE(r && json_array_size(r) == 1);
+        CHECK_STR(input_of(r, 0), "secret = 'of a'");
+        json_decref(r);
+    }
+    /* a's session, or the old one, asked for by number */
+    char q[128];
+    long long sessions[] = {a.session, 1};
+    for (int i = 0; i < 2; i++) {
+        snprintf(q, sizeof q, "{\"hist_access_type\":\"range\",\"session\":%lld}",
+                 sessions[i]);
+        json_t *r = query(&b, q);
+        CHECK_INT(json_array_size(r), 0);
+        json_decref(r);
+    }
+    /* a's next kernel: ~1/ is a's last session, not b's in between */
+    struct history a2;
+    REQUIRE(history_open(&a2, path, "/home/a") == 0);
+    CHECK(a2.session > b.session && b.session > a.session);
+    json_t *r = query(&a2, "{\"hist_access_type\":\"range\",\"session\":-1}");
+    REQUIRE(r && json_array_size(r) == 1);
+    CHECK_STR(input_of(r, 0), "secret = 'of a'");
+    json_decref(r);
+    r = query(&a2, "{\"hist_access_type\":\"range\",\"session\":-2}");
+    CHECK_INT(json_array_size(r), 0); /* the old session is no workspace's */
+    json_decref(r);
+    history_close(&a2);
+    history_close(&a);
+    history_close(&b);
+    CHECK_INT(count_in(path, "SELECT count(*) FROM history"), 3); /* old row kept */
+}
+
+/* The search's glob answers as SQLite's GLOB does. */
+static void test_the_glob_is_sqlites(void)
+{
+    const char *patterns[] = {
+        "*",     "a*",     "*a",     "*a*",    "?",        "??",      "a?c",
+        "[abc]", "[^abc]", "[a-c]*", "*[]]*",  "[]a]",     "[^]a]",   "*[-]*",
+        "[a-]",  "*b*c*",  "a**c",   "[",      "[abc",     "*[z-a]*", "é*",
+        "?x",    "[é]*",   "*\\*",   "x[a-]y", "*[^a-z]*", "",        "a*b?c*[de]",
+    };
+    const char *texts[] = {
+        "",
+        "a",
+        "abc",
+        "ab",
+        "ba",
+        "]",
+        "-",
+        "a-",
+        "x-y",
+        "xay",
+        "éa",
+        "ée",
+        "\\",
+        "a\\",
+        "aXbYcd",
+        "aabbcc",
+        "é",
+        "ëx",
+        "AbC",
+        "a]b",
+        "bca",
+        "zzzzzz",
+        "c",
+        "ab\\*",
+        "a\xff"
+        "b",
+        "*",
+        "?",
+    };
+    sqlite3 *db = NULL;
+    REQUIRE(sqlite3_open(":memory:", &db) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    REQUIRE(sqlite3_prepare_v2(db, "SELECT ?2 GLOB ?1", -1, &st, NULL) == SQLITE_OK);
+    for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++)
+        for (size_t j = 0; j < sizeof texts / sizeof *texts; j++) {
+            sqlite3_bind_text(st, 1, patterns[i], -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, texts[j], -1, SQLITE_STATIC);
+            REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+            int want = sqlite3_column_int(st, 0);
+            sqlite3_reset(st);
+            int got = history_glob_match(patterns[i], texts[j], NULL);
+            if (got != want)
+                fprintf(stderr, "    glob %s on %s: %d, SQLite %d\n", patterns[i],
+                        texts[j], got, want);
+            CHECK_INT(got, want);
+        }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* The pattern of the report: "*" and 1,300 classes over a 1 MB cell took
+ * SQLite ten seconds a row. Refused for its classes; under the bound, the
+ * worst such search stops at the deadline with an error. */
+static void test_a_costly_search_is_bounded(void)
+{
+    char err[256] = "";
+    size_t n = 1 + 3 * 1300 + 1;
+    char *bad = malloc(n + 1);
+    REQUIRE(bad != NULL);
+    bad[0] = '*';
+    for (size_t i = 0; i < 1300; i++)
+        memcpy(bad + 1 + 3 * i, "[a]", 3);
+    bad[n - 1] = 'b';
+    bad[n] = 0;
+    CHECK_INT(history_glob_check(bad, n, err, sizeof err), -EINVAL);
+    CHECK(strstr(err, "at most") != NULL);
+    /* "*" and 60 classes, a pattern the check accepts */
+    bad[1 + 3 * 60] = 'b';
+    bad[2 + 3 * 60] = 0;
+    CHECK_INT(history_glob_check(bad, strlen(bad), err, sizeof err), 0);
+    struct history h;
+    REQUIRE(history_open(&h, NULL, "/ws") == 0);
+    size_t big = 1 << 20;
+    char *cell = malloc(big + 1);
+    REQUIRE(cell != NULL);
+    memset(cell, 'a', big);
+    cell[big] = 0;
+    for (int i = 1; i <= 20; i++)
+        REQUIRE(history_add(&h, i, cell) == 0);
+    struct history_query q = {.access = HISTORY_SEARCH, .pattern = bad, .n = -1};
+    json_t *r = history_query(&h, &q, 0, 0, err, sizeof err);
+    CHECK(r == NULL);
+    CHECK(strstr(err, "took longer than") != NULL);
+    /* and the next query has a deadline of its own */
+    q.pattern = "a*";
+    q.n = 1;
+    r = history_query(&h, &q, 0, 0, err, sizeof err);
+    CHECK_INT(json_array_size(r), 1);
+    json_decref(r);
+    history_close(&h);
+    free(cell);
+    free(bad);
+}
+
 static void test_a_large_history_is_searched_in_one_pass(void)
 {
     struct history h;
-    REQUIRE(history_open(&h, NULL) == 0);
+    REQUIRE(history_open(&h, NULL, "/ws") == 0);
     char line[64];
     for (int i = 1; i <= 20000; i++) {
         snprintf(line, sizeof line, "value_%d = %d", i % 500, i);
@@ -305,6 +550,43 @@ static void test_options(void)
     }
 }
 
+/* Another workspace's cells are not even matched: a search whose glob would
+ * run past the deadline on them answers at once (no timing oracle). */
+static void test_a_search_never_reads_another_workspace(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/history.sqlite", temp_dir());
+    struct history a, b;
+    REQUIRE(history_open(&a, path, "/home/a") == 0);
+    REQUIRE(history_open(&b, path, "/home/b") == 0);
+    size_t big = 1 << 20;
+    char *cell = malloc(big + 1);
+    REQUIRE(cell != NULL);
+    memset(cell, 'a', big);
+    cell[big] = 0;
+    for (int i = 1; i <= 10; i++)
+        REQUIRE(history_add(&a, i, cell) == 0);
+    REQUIRE(history_add(&b, 1, "b = 1") == 0);
+    char pattern[256] = "*";
+    for (int i = 0; i < 60; i++)
+        strcat(pattern, "[a]");
+    strcat(pattern, "b");
+    for (int unique = 0; unique < 2; unique++) {
+        struct history_query q = {
+            .access = HISTORY_SEARCH, .pattern = pattern, .n = -1, .unique = unique};
+        char err[256] = "";
+        json_t *r = history_query(&b, &q, 0, 0, err, sizeof err);
+        CHECK(r != NULL);
+        if (!r)
+            fprintf(stderr, "    %s\n", err);
+        CHECK_INT(json_array_size(r), 0);
+        json_decref(r);
+    }
+    history_close(&a);
+    history_close(&b);
+    free(cell);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_history),
     TESTING_CASE(test_history_queries_are_checked),
@@ -312,7 +594,13 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_history_outlives_the_process_in_its_file),
     TESTING_CASE(test_two_kernels_write_at_once),
     TESTING_CASE(test_a_corrupt_database_leaves_the_history_in_memory),
-    TESTING_CASE(test_a_locked_database_is_given_up_for_memory),
+    TESTING_CASE(test_a_busy_database_keeps_the_cells_waiting),
+    TESTING_CASE(test_a_full_queue_gives_the_file_up),
+    TESTING_CASE(test_a_link_in_the_database_s_place_is_refused),
+    TESTING_CASE(test_each_workspace_sees_its_own_history),
+    TESTING_CASE(test_the_glob_is_sqlites),
+    TESTING_CASE(test_a_costly_search_is_bounded),
+    TESTING_CASE(test_a_search_never_reads_another_workspace),
     TESTING_CASE(test_a_large_history_is_searched_in_one_pass),
     TESTING_CASE(test_options),
     {0},
