@@ -58,9 +58,10 @@ IOPUB = "iopub"
 REPLY = "reply"
 INPUT_REQUEST = "input_request"
 HISTORY = "history"
+LOG = "log"  # sent by the worker's C code, not by this runtime
 
 INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY, HISTORY_REPLY)
-OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST, HISTORY)
+OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST, HISTORY, LOG)
 # What the supervisor lets a worker publish on iopub (kernel/link/frames.c).
 IOPUB_TYPES = ("stream", "display_data", "update_display_data", "execute_result", "error",
                "clear_output", "comm_open", "comm_msg", "comm_close")
