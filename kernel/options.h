@@ -12,7 +12,7 @@
 
 /* Well above what a notebook sends (a cell, a widget's state, a file dropped on an
  * upload widget), well below what would strain the machine. */
-#define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 256
+#define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 32
 /* Completion and inspection run the user's code (__dir__, __repr__, properties): they
  * get a short time limit of their own, whatever --timeout is. */
 #define OPTIONS_DEFAULT_INTROSPECTION_S 5.0

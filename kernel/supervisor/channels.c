@@ -22,7 +22,7 @@
  * that peer's connection (the peer then waits: nothing is lost). ZeroMQ's 1000
  * let a client without the key park 1000 messages of --max-message each in
  * the supervisor; a client that waits for its replies has one or two queued. */
-#define RECV_HWM 8
+#define RECV_HWM 2
 /* A frame this long is handed to ZeroMQ rather than copied (a chart's content). */
 #define ZERO_COPY_FROM (64u << 10)
 

@@ -121,3 +121,179 @@ def test_the_worker_still_logs(jupyter_dir, tmp_path):
     text = log_path.read_text(errors="replace")
     assert re.search(r"worker\| \[sandpit worker .* warning\] a line from the worker, "
                      r"after the lock", text), text[-2000:]
+
+
+def vm_rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) >> 10
+    return 0
+
+
+def flood_shell(k, size, seconds, conns=4):
+    """Clients without the key send unsigned messages of size bytes on shell
+    from conns connections for a bounded time; returns the supervisor's peak
+    VmRSS in MiB."""
+    import zmq
+    pid = k.km.provisioner.process.pid
+    info = k.km.get_connection_info()
+    ctx = zmq.Context()
+    socks = []
+    for _ in range(conns):
+        s = ctx.socket(zmq.DEALER)
+        s.linger = 0
+        s.sndhwm = 1000
+        s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["shell_port"]))
+        socks.append(s)
+    big = b"x" * size
+    peak = 0
+    deadline = time.monotonic() + seconds
+    for _ in range(100000):
+        if time.monotonic() > deadline:
+            break
+        for s in socks:
+            try:
+                # A signature of the right form, so that it is checked in full.
+                s.send_multipart([b"<IDS|MSG>", b"0" * 64, b"{}", b"{}", b"{}", big],
+                                 zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+        time.sleep(0.02)
+        peak = max(peak, vm_rss_mib(pid))
+    for s in socks:
+        s.close()
+    ctx.term()
+    return peak
+
+
+def test_a_client_without_the_key_cannot_grow_the_supervisor(jupyter_dir, tmp_path):
+    """Unsigned messages of 64 MiB (over the default --max-message, refused as
+    their first frame comes) and of 24 MiB (under it, refused at their
+    signature), from four connections: the supervisor's memory stays bounded (it
+    reached 4.8 GB in 20 s when ZeroMQ kept a thousand per connection), and the
+    kernel answers its real client throughout."""
+    from sandpit_testing import start
+    k = start("sandpit", cwd=str(tmp_path))
+    try:
+        assert k.run("x = 1\nprint('before')") == "before\n"
+        over = flood_shell(k, 64 << 20, 8)
+        assert k.run("print(x + 1)") == "2\n"
+        under = flood_shell(k, 24 << 20, 8)
+        assert k.run("print(x + 2)") == "3\n"
+    finally:
+        stop(k)
+    assert over < 256, "64 MiB messages took the supervisor to %d MiB" % over
+    assert under < 512, "24 MiB messages took the supervisor to %d MiB" % under
+
+
+def sandpit(*args, **kwargs):
+    return subprocess.run([SANDPIT, *args], capture_output=True, text=True,
+                          timeout=TIMEOUT * 2, **kwargs)
+
+
+@pytest.fixture
+def started(tmp_path):
+    """A kernel that `sandpit start` launched for a workspace of its own (network
+    off): (workspace, connection file's path)."""
+    ws = tmp_path / "started"
+    ws.mkdir()
+    p = sandpit("start", "--workspace", str(ws))
+    assert p.returncode == 0, p.stderr
+    conn = p.stdout.strip().splitlines()[-1]
+    yield ws, conn
+    sandpit("stop", "--workspace", str(ws))
+
+
+def test_sandpit_start_listens_on_ipc_in_a_private_folder(started):
+    """`sandpit start` writes an ipc connection file whose sockets are in a
+    folder of mode 0700; `sandpit run` and jupyter_client use it, and `sandpit
+    stop` removes the folder."""
+    ws, conn = started
+    with open(conn) as f:
+        info = json.load(f)
+    assert info["transport"] == "ipc", info
+    folder = os.path.dirname(info["ip"])
+    st = os.lstat(folder)
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700, oct(st.st_mode)
+    assert os.path.dirname(folder) == os.path.dirname(conn)
+    for ch in ("shell", "iopub", "stdin", "control", "hb"):
+        path = "%s-%d" % (info["ip"], info["%s_port" % ch])
+        assert stat.S_ISSOCK(os.stat(path).st_mode), path
+    p = sandpit("run", "print(6 * 7)", "--workspace", str(ws))
+    assert p.returncode == 0 and p.stdout.strip() == "42", (p.stdout, p.stderr)
+    from jupyter_client import BlockingKernelClient
+    kc = BlockingKernelClient(connection_file=conn)
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        reply = kc.execute_interactive("print(1 + 1)", timeout=TIMEOUT)
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+    assert sandpit("stop", "--workspace", str(ws)).returncode == 0
+    assert not os.path.exists(folder)
+    assert not os.path.exists(conn)
+
+
+# A ZeroMQ SUB socket by hand (ZMTP 3.0, NULL mechanism), as code in a cell can
+# write one: it connects to an iopub endpoint, subscribes to everything and says
+# what it read.
+ZMTP_SUB = r"""
+import socket, struct
+def zmtp_sub(transport, ip, port):
+    try:
+        if transport == "ipc":
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            addr = "%s-%d" % (ip, port)
+        else:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            addr = (ip, port)
+        s.settimeout(5)
+        s.connect(addr)
+    except OSError as e:
+        return "cannot connect: %s" % e
+    s.sendall(b"\xff" + b"\0" * 8 + b"\x7f\x03\x00" + b"NULL".ljust(20, b"\0")
+              + b"\0" * 32)
+    body = b"\x05READY\x0bSocket-Type" + struct.pack(">I", 3) + b"SUB"
+    s.sendall(bytes([4, len(body)]) + body + b"\x00\x01\x01")
+    got = b""
+    try:
+        while len(got) < 64 + 200:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    return "read %d bytes" % len(got) if len(got) > 64 + 40 else "read nothing"
+"""
+
+
+def test_a_network_on_kernel_cannot_read_a_started_kernels_iopub(started, jupyter_dir,
+                                                                tmp_path):
+    """A cell of a --network on kernel, told where a network-off `sandpit start`
+    kernel's iopub is, cannot subscribe to it: the socket is in the runtime
+    folder, which every worker has hidden (over TCP 127.0.0.1 it read the other
+    kernel's cells and outputs). Its seccomp filter refuses AF_UNIX sockets
+    too, and the folder is hidden whatever the filter allows."""
+    from sandpit_testing import start
+    ws, conn = started
+    with open(conn) as f:
+        info = json.load(f)
+    name = install_spec(jupyter_dir, "--network", "on")
+    other = tmp_path / "other"
+    other.mkdir()
+    k = start(name, cwd=str(other))
+    try:
+        layers = k.request("kernel_info")["content"]["sandpit"]["layers"]
+        state = {l["name"]: l["state"] for l in layers}
+        if state.get("mount-namespace") != "active":
+            pytest.skip("no mount namespace here: nothing can be hidden from a cell")
+        out = k.run(ZMTP_SUB + "print(zmtp_sub(%r, %r, %d))"
+                    % (info["transport"], info["ip"], info["iopub_port"]))
+    finally:
+        stop(k)
+    assert not out.startswith("read "), out
+    assert out.startswith("cannot connect"), out
