@@ -297,3 +297,30 @@ def test_a_network_on_kernel_cannot_read_a_started_kernels_iopub(started, jupyte
         stop(k)
     assert not out.startswith("read "), out
     assert out.startswith("cannot connect"), out
+
+
+def test_jupyter_client_s_ipc_transport_works(jupyter_dir, tmp_path):
+    """The README's way to choose ipc where Jupyter starts the kernel:
+    KernelManager(transport="ipc") with a prefix in the runtime folder; the
+    kernel answers there."""
+    import uuid
+    from jupyter_client.manager import KernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
+    from sandpit_testing import Kernel
+    os.makedirs(jupyter_runtime_dir(), mode=0o700, exist_ok=True)
+    km = KernelManager(kernel_name="sandpit", transport="ipc",
+                       ip=os.path.join(jupyter_runtime_dir(), "kernel-" + uuid.uuid4().hex))
+    km.start_kernel(cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    k = Kernel(km, kc)
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        info = km.get_connection_info()
+        assert info["transport"] == "ipc"
+        sock = "%s-%d" % (info["ip"], info["iopub_port"])
+        assert stat.S_ISSOCK(os.stat(sock).st_mode)
+        assert os.path.dirname(sock) == jupyter_runtime_dir()
+        assert k.run("print(6 * 7)") == "42\n"
+    finally:
+        stop(k)
