@@ -22,7 +22,9 @@
  * that peer's connection (the peer then waits: nothing is lost). ZeroMQ's 1000
  * let a client without the key park 1000 messages of --max-message each in
  * the supervisor; a client that waits for its replies has one or two queued. */
-#define RECV_HWM 2
+#define RECV_HWM    2
+#define HB_MAX_PING 4096 /* clients send b"ping", a UUID or a time */
+#define HB_SNDHWM   16
 /* A frame this long is handed to ZeroMQ rather than copied (a chart's content). */
 #define ZERO_COPY_FROM (64u << 10)
 
@@ -66,6 +68,14 @@ int channels_open(struct channels *c, const struct connection *conn, struct sign
         /* ZeroMQ checks each frame as it arrives, and drops the peer of one that is
          * too large before it is read; recv_frames checks the frames together. */
         int64_t maxmsg = max_message ? (int64_t)max_message : -1;
+        /* The heartbeat echoes what comes, to anyone: it takes pings only, and
+         * keeps few echoes for a peer that does not read them (ZeroMQ's 1000
+         * of --max-message each made it hold gigabytes for one such peer). */
+        int hb_sndhwm = HB_SNDHWM;
+        if (ch == CONNECTION_HB) {
+            maxmsg = HB_MAX_PING;
+            zmq_setsockopt(s, ZMQ_SNDHWM, &hb_sndhwm, sizeof hb_sndhwm);
+        }
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
         zmq_setsockopt(s, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm);

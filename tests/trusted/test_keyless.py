@@ -324,3 +324,43 @@ def test_jupyter_client_s_ipc_transport_works(jupyter_dir, tmp_path):
         assert k.run("print(6 * 7)") == "42\n"
     finally:
         stop(k)
+
+
+def test_the_heartbeat_does_not_hold_echoes_for_a_client_that_does_not_read(
+        jupyter_dir, tmp_path):
+    """The heartbeat echoes what it is sent, to anyone: a client without the key
+    that sends 16 MiB frames and never reads the echoes took the supervisor to
+    3 GB in 10 s. Pings are small, and few echoes are kept: the supervisor stays
+    small, and the real client's heartbeat still beats."""
+    import zmq
+    from sandpit_testing import start
+    k = start("sandpit", cwd=str(tmp_path))
+    ctx = zmq.Context()
+    try:
+        pid = k.km.provisioner.process.pid
+        info = k.km.get_connection_info()
+        peak = 0
+        for size in (16 << 20, 4000):
+            s = ctx.socket(zmq.DEALER)
+            s.linger = 0
+            s.rcvhwm = 1
+            s.setsockopt(zmq.RCVBUF, 4096)
+            s.connect("%s://%s:%d" % (info["transport"], info["ip"], info["hb_port"]))
+            big = b"x" * size
+            deadline = time.monotonic() + 5
+            for _ in range(5000):
+                if time.monotonic() > deadline or peak > 2048:
+                    break
+                try:
+                    s.send(big, zmq.NOBLOCK)
+                except zmq.Again:
+                    pass
+                time.sleep(0.005)
+                peak = max(peak, vm_rss_mib(pid))
+            s.close()
+        assert k.run("print(6 * 7)") == "42\n"
+        assert k.kc.hb_channel.is_beating()
+    finally:
+        ctx.term()
+        stop(k)
+    assert peak < 256, "the heartbeat took the supervisor to %d MiB" % peak
