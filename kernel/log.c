@@ -62,12 +62,19 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
     int n =
         snprintf(line, sizeof line, "[sandpit %s %02d:%02d:%02d.%03ld %s] ", log_role,
                  tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+    int head = n;
     if (n > 0 && (size_t)n < sizeof line)
         n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     if (n < 0)
         n = 0;
     if ((size_t)n >= sizeof line - 1)
         n = (int)sizeof line - 2;
+    /* One line each: what the message quotes (a frame's kind, a path, a
+     * client's msg_type) may come from the worker or a client, and a newline
+     * or an escape in it must not make a line that looks like the kernel's. */
+    for (int i = head > 0 ? head : 0; i < n; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            line[i] = '?';
     if (log_sink) {
         line[n] = 0;
         log_sink(level, line, (size_t)n);

@@ -110,17 +110,26 @@ def test_the_log_stays_bounded(jupyter_dir, tmp_path):
 
 
 def test_the_worker_still_logs(jupyter_dir, tmp_path):
-    """The worker's own lines still reach the log once cells run (over the link):
-    a comm for a target nobody registered is logged as a warning."""
+    """The worker's own lines still reach the log once cells run (over the link),
+    and nothing the worker sends makes a line that looks like the kernel's: a
+    newline in a log frame, in the kind of a frame dropped, in _sandpit.log."""
     log_path = tmp_path / "kernel.log"
     k = start_logged(jupyter_dir, tmp_path, log_path)
+    forged = "\n[sandpit kernel 00:00:00.000 error] forged"
     try:
-        k.run("import _sandpit\n_sandpit.log(1, 'a line from the worker, after the lock')")
+        k.run("import _sandpit, json\n"
+              "_sandpit.log(1, 'a line from the worker, after the lock')\n"
+              "_sandpit.log(1, %r)\n"
+              "_sandpit.send(json.dumps({'type': 'log', 'text': %r}).encode())\n"
+              "_sandpit.send(json.dumps({'type': %r}).encode())\n"
+              % (forged, forged, forged))
     finally:
         stop(k)
     text = log_path.read_text(errors="replace")
     assert re.search(r"worker\| \[sandpit worker .* warning\] a line from the worker, "
                      r"after the lock", text), text[-2000:]
+    assert text.count("[sandpit kernel 00:00:00.000 error]") == 3, text[-2000:]
+    assert not re.search(r"^\[sandpit kernel 00:00:00.000", text, re.M), text[-2000:]
 
 
 def vm_rss_mib(pid):
