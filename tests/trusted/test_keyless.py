@@ -78,6 +78,22 @@ open("wrote.txt", "w").write(repr(wrote))
 """ % FLOOD
 
 
+# The pipes a cell could write to: only its own stdout and stderr.
+PIPES_HELD = r"""
+import fcntl, os, stat
+held = []
+for name in os.listdir("/proc/self/fd"):
+    try:
+        fd = int(name)
+        if (stat.S_ISFIFO(os.fstat(fd).st_mode)
+                and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY):
+            held.append(fd)
+    except OSError:
+        pass
+print(sorted(held))
+"""
+
+
 def test_the_log_stays_bounded(jupyter_dir, tmp_path):
     """A cell writes 200 MiB to every pipe it holds (the log's and fd 2), forges
     100,000 frames the supervisor drops and 100,000 "log" frames, with
@@ -98,6 +114,10 @@ def test_the_log_stays_bounded(jupyter_dir, tmp_path):
             timeout=120)
         assert reply["content"]["status"] == "ok", reply["content"]
         assert k.run("print(6 * 7)") == "42\n"
+        # Workers forked from the template (from the third) hold no log pipe either.
+        for _ in range(3):
+            k.execute("import os; os._exit(1)")
+            assert k.run(PIPES_HELD) == "[1, 2]\n"
     finally:
         stop(k)
     size = os.path.getsize(log_path)
