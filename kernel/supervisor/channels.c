@@ -15,6 +15,7 @@
 #include <zmq.h>
 
 #include "kernel/log.h"
+#include "kernel/monotime.h"
 
 #define MAX_FRAMES  1024 /* frames in one ZeroMQ message */
 #define DRAIN_BATCH 256  /* messages read from one socket per event */
@@ -25,6 +26,10 @@
 #define RECV_HWM    2
 #define HB_MAX_PING 4096 /* clients send b"ping", a UUID or a time */
 #define HB_SNDHWM   16
+/* A subscription's topic: Jupyter's clients send "" (everything). */
+#define IOPUB_MAX_TOPIC 1024
+#define WELCOMES_BURST  32 /* iopub_welcome messages, then ... */
+#define WELCOMES_PER_S  4  /* ... this many a second */
 /* A frame this long is handed to ZeroMQ rather than copied (a chart's content). */
 #define ZERO_COPY_FROM (64u << 10)
 
@@ -76,13 +81,20 @@ int channels_open(struct channels *c, const struct connection *conn, struct sign
             maxmsg = HB_MAX_PING;
             zmq_setsockopt(s, ZMQ_SNDHWM, &hb_sndhwm, sizeof hb_sndhwm);
         }
+        if (ch == CONNECTION_IOPUB)
+            maxmsg = IOPUB_MAX_TOPIC;
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
         zmq_setsockopt(s, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm);
         if (strchr(conn->ip, ':'))
             zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
-        if (ch == CONNECTION_IOPUB) /* every subscription, so each gets a welcome */
+        /* Every subscription comes up, so each gets a welcome; and the kernel
+         * makes them itself (take): ZeroMQ would keep each topic a peer sends,
+         * without a key and without a bound. */
+        if (ch == CONNECTION_IOPUB) {
             zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+            zmq_setsockopt(s, ZMQ_XPUB_MANUAL, &one, sizeof one);
+        }
         char ep[PATH_MAX + 32];
         if (connection_endpoint(conn, ch, ep, sizeof ep) < 0) {
             log_error("the %s endpoint is too long", connection_channel_name(ch));
@@ -260,11 +272,24 @@ static bool take(struct channels *c, enum connection_channel ch,
         return true;
     }
     if (ch == CONNECTION_IOPUB) {
-        /* A subscription (first byte 1) from a new client: greet it, so it
-         * knows its subscription is live before it sends anything. */
+        /* A subscription (first byte 1) from a new client: it gets everything
+         * (Jupyter's clients subscribe to "" anyway, and a SUB socket filters
+         * what it receives), and a welcome, so that it knows its subscription
+         * is live before it sends anything; welcomes, published to every
+         * subscriber, are limited, as anyone can ask for them. */
         const unsigned char *d = frames[0].data;
-        if (n == 1 && frames[0].len >= 1 && d[0] == 1)
-            sink->subscribed(sink->data, (const char *)d + 1, frames[0].len - 1);
+        if (n == 1 && frames[0].len >= 1 && d[0] == 1) {
+            zmq_setsockopt(c->sockets[ch], ZMQ_SUBSCRIBE, "", 0);
+            double now = monotime_now();
+            c->welcomes += (now - c->welcomed_at) * WELCOMES_PER_S;
+            if (c->welcomes > WELCOMES_BURST || !c->welcomed_at)
+                c->welcomes = WELCOMES_BURST;
+            c->welcomed_at = now;
+            if (c->welcomes >= 1) {
+                c->welcomes -= 1;
+                sink->subscribed(sink->data, (const char *)d + 1, frames[0].len - 1);
+            }
+        }
         return true;
     }
     struct msg *m = NULL;

@@ -20,6 +20,7 @@ import os
 import re
 import socket
 import stat
+import struct
 import subprocess
 import time
 
@@ -393,3 +394,59 @@ def test_the_heartbeat_does_not_hold_echoes_for_a_client_that_does_not_read(
         ctx.term()
         stop(k)
     assert peak < 256, "the heartbeat took the supervisor to %d MiB" % peak
+
+
+def zmtp_subscriber(host, port):
+    """A SUB peer by hand (ZMTP 3.0, NULL mechanism) on a plain socket that
+    reads nothing: pyzmq's own XSUB keeps each topic it sends in a trie of its
+    own, one level a byte, which a 1 MiB topic overflows."""
+    s = socket.create_connection((host, port), timeout=5)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"\xff" + b"\0" * 8 + b"\x7f\x03\x00" + b"NULL".ljust(20, b"\0")
+              + b"\0" * 32)
+    body = b"\x05READY\x0bSocket-Type" + struct.pack(">I", 3) + b"SUB"
+    s.sendall(bytes([4, len(body)]) + body)
+    s.setblocking(False)
+    return s
+
+
+def subscribe(s, topic):
+    """Sends one subscription frame; False when the socket would block."""
+    body = b"\x01" + topic
+    frame = (bytes([0, len(body)]) if len(body) < 256
+             else b"\x02" + struct.pack(">Q", len(body))) + body
+    try:
+        s.sendall(frame)
+        return True
+    except (BlockingIOError, OSError):
+        return False
+
+
+def test_subscriptions_without_the_key_cannot_grow_the_supervisor(jupyter_dir, tmp_path):
+    """Anyone can subscribe to iopub. Subscriptions of 1 MiB topics, each one
+    published back in an iopub_welcome to every subscriber, took the supervisor
+    to 2.5 GB in a few seconds; 3,000 small ones flooded the real client with
+    welcomes. Topics are small, ZeroMQ keeps none of them (every subscriber gets
+    everything), and welcomes are limited: the supervisor stays small and the
+    kernel answers."""
+    from sandpit_testing import start
+    k = start("sandpit", cwd=str(tmp_path))
+    try:
+        pid = k.km.provisioner.process.pid
+        info = k.km.get_connection_info()
+        peak = 0
+        for size in (1 << 20, 0):
+            s = zmtp_subscriber(info["ip"], info["iopub_port"])
+            deadline = time.monotonic() + 4
+            for i in range(3000):
+                if time.monotonic() > deadline or peak > 2048:
+                    break
+                if not subscribe(s, b"%d" % i + b"a" * size):
+                    time.sleep(0.01)
+                peak = max(peak, vm_rss_mib(pid))
+            s.close()
+        k.drain_iopub(0.5)
+        assert k.run("print(6 * 7)") == "42\n"
+    finally:
+        stop(k)
+    assert peak < 256, "subscriptions took the supervisor to %d MiB" % peak
