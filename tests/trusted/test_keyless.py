@@ -450,3 +450,48 @@ def test_subscriptions_without_the_key_cannot_grow_the_supervisor(jupyter_dir, t
     finally:
         stop(k)
     assert peak < 256, "subscriptions took the supervisor to %d MiB" % peak
+
+
+def test_the_kernel_s_own_messages_cannot_be_replayed_to_it(jupyter_dir, tmp_path):
+    """On TCP, anyone reads iopub, where the kernel's messages come signed with
+    the key. A comm_msg the kernel published, sent back to its shell port as it
+    was, passed for the front end's: the cell's comm handler ran on it. A
+    message in the kernel's own session is refused."""
+    import zmq
+    from sandpit_testing import start
+    k = start("sandpit", cwd=str(tmp_path))
+    ctx = zmq.Context()
+    try:
+        info = k.km.get_connection_info()
+        sub = ctx.socket(zmq.SUB)
+        sub.linger = 0
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect("%s://%s:%d" % (info["transport"], info["ip"], info["iopub_port"]))
+        time.sleep(0.5)  # the subscription reaches the kernel
+        k.run("import comm\n"
+              "hits = []\n"
+              "c = comm.create_comm(target_name='t')\n"
+              "c.on_msg(lambda m: hits.append(m['content']['data']))\n"
+              "c.send({'x': 1})\n")
+        captured = None
+        deadline = time.monotonic() + TIMEOUT
+        while captured is None and time.monotonic() < deadline:
+            if not sub.poll(1000):
+                continue
+            frames = sub.recv_multipart()
+            i = frames.index(b"<IDS|MSG>")
+            if json.loads(frames[i + 2]).get("msg_type") == "comm_msg":
+                captured = frames[i:]
+        assert captured, "no comm_msg seen on iopub"
+        dealer = ctx.socket(zmq.DEALER)
+        dealer.linger = 0
+        dealer.connect("%s://%s:%d" % (info["transport"], info["ip"], info["shell_port"]))
+        dealer.send_multipart(captured)
+        time.sleep(1)
+        hits = k.value("hits")
+        dealer.close()
+        sub.close()
+    finally:
+        ctx.term()
+        stop(k)
+    assert hits == "[]", "a replayed message of the kernel's ran the comm handler: " + hits
