@@ -495,3 +495,35 @@ def test_the_kernel_s_own_messages_cannot_be_replayed_to_it(jupyter_dir, tmp_pat
         ctx.term()
         stop(k)
     assert hits == "[]", "a replayed message of the kernel's ran the comm handler: " + hits
+
+
+def test_sandpit_mcp_listens_on_ipc_in_a_private_folder(jupyter_dir, tmp_path):
+    """`sandpit mcp`'s kernel listens on ipc sockets in a folder of mode 0700
+    beside its private connection file; both go when the server ends."""
+    proc = subprocess.Popen([SANDPIT, "mcp", "--workspace", str(tmp_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        for msg in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "t", "version": "0"}}},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "python_exec",
+                                "arguments": {"code": "print(6 * 7)"}}}):
+            proc.stdin.write(json.dumps(msg) + "\n")
+            proc.stdin.flush()
+            reply = json.loads(proc.stdout.readline())
+            assert "result" in reply, reply
+        assert "42" in json.dumps(reply["result"])
+        conn = os.path.join(os.environ["JUPYTER_RUNTIME_DIR"],
+                            "sandpit-mcp-%d.json" % proc.pid)
+        with open(conn) as f:
+            info = json.load(f)
+        assert info["transport"] == "ipc", info
+        folder = os.path.dirname(info["ip"])
+        assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700
+        assert stat.S_ISSOCK(os.stat("%s-%d" % (info["ip"], info["iopub_port"])).st_mode)
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=TIMEOUT) == 0
+        proc.stdout.close()
+    assert not os.path.exists(conn) and not os.path.exists(folder)
