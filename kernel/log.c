@@ -135,6 +135,26 @@ static void limit_says(struct log_limit *l, bool ends)
     }
 }
 
+/* The limits that have dropped lines, for log_limits_flush. */
+#define LOG_LIMITS_KEPT 16
+static struct log_limit *dropping[LOG_LIMITS_KEPT];
+
+static void remember(struct log_limit *l)
+{
+    for (int i = 0; i < LOG_LIMITS_KEPT; i++)
+        if (dropping[i] == l || !dropping[i]) {
+            dropping[i] = l;
+            return;
+        }
+}
+
+void log_limits_flush(void)
+{
+    for (int i = 0; i < LOG_LIMITS_KEPT && dropping[i]; i++)
+        if (dropping[i]->dropped_lines)
+            limit_says(dropping[i], true);
+}
+
 bool log_limit_take(struct log_limit *l, size_t len)
 {
     double now = log_now();
@@ -157,6 +177,8 @@ bool log_limit_take(struct log_limit *l, size_t len)
     if (!pass) {
         if (!l->dropping && !l->over)
             limit_says(l, false);
+        if (!l->dropping)
+            remember(l);
         l->dropping = true;
         l->dropped_lines++;
         l->dropped_bytes += len;

@@ -49,6 +49,10 @@ struct log_limit {
  * counts it as dropped. May log the limit's own lines first. */
 bool log_limit_take(struct log_limit *l, size_t len);
 
+/* Says, for every limit that is dropping lines, how many it dropped (at the
+ * end of the kernel, whose last lines may have been dropped). */
+void log_limits_flush(void);
+
 /* log_msg, within the limit l. */
 void log_limited(struct log_limit *l, enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -528,6 +528,7 @@ int supervisor_run(struct options *opts, struct gateway *gw)
     if (rc)
         log_error("the event loop failed: %s", zmq_strerror(-rc));
     supervisor_release(&s);
+    log_limits_flush();
     log_info("kernel stopped");
     return rc ? 1 : 0;
 }

@@ -65,6 +65,17 @@ static void test_a_limit_drops_past_its_burst_and_says_so(void)
     CHECK(strstr(text, "997 lines from a test ("));
     CHECK(strstr(text, "] line again"));
     CHECK_INT(l.dropped_lines, 0);
+    /* At the end, one line says how many of the last were dropped. */
+    l.lines = 0;
+    log_limited(&l, LOG_WARN, "line at the end");
+    log_limited(&l, LOG_WARN, "line at the end");
+    log_limits_flush();
+    fseek(f, 0, SEEK_END);
+    free(text);
+    text = logged(f);
+    REQUIRE(text != NULL);
+    CHECK(strstr(text, "2 lines from a test ("));
+    CHECK_INT(count(text, "line at the end"), 0);
     free(text);
     fclose(f);
 }
