@@ -54,7 +54,7 @@ static const struct opt table[] = {
     {"max-file", OPT_ULONG, OFF(max_file_mib),
      "MIB    largest file a cell may write; 0: none"},
     {"max-message", OPT_ULONG, OFF(max_message_mib),
-     "MIB    largest message a client may send, its frames together (default 256); 0: "
+     "MIB    largest message a client may send, its frames together (default 32); 0: "
      "none"},
     {"cpus", OPT_DOUBLE, OFF(cpus),
      "N      CPU time the worker may use, in CPUs (0.5: half of one); 0: no limit"},

@@ -10,9 +10,11 @@
 
 #include "kernel/log.h"
 
-/* Well above what a notebook sends (a cell, a widget's state, a file dropped on an
- * upload widget), well below what would strain the machine. */
-#define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 256
+/* Above what a notebook sends (a cell of a few MB is a large one; a browser's
+ * messages, a widget's state or a file on an upload widget, pass Jupyter
+ * Server's WebSocket, which takes 10 MiB), and what a client without the key
+ * can make the supervisor hold, twice per connection (README). */
+#define OPTIONS_DEFAULT_MAX_MESSAGE_MIB 32
 /* Completion and inspection run the user's code (__dir__, __repr__, properties): they
  * get a short time limit of their own, whatever --timeout is. */
 #define OPTIONS_DEFAULT_INTROSPECTION_S 5.0

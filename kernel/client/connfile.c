@@ -6,7 +6,13 @@
  * before the kernel binds them, which leaves a short window in which another
  * program could take one (the kernel then fails naming the port). The file
  * is written to a temporary name with mode 0600 and renamed, so no reader
- * ever sees half a key and nobody else can read it. */
+ * ever sees half a key and nobody else can read it.
+ *
+ * TCP has a cost beyond the key: any local process can connect, and iopub,
+ * where every cell's code and output is published, takes no key at all. The
+ * kernels sandpit starts itself listen on ipc sockets instead, in a folder of
+ * mode 0700 beside their connection file, in the Jupyter runtime folder that
+ * every worker has hidden. */
 #include "kernel/client/connfile.h"
 
 #include <arpa/inet.h>
@@ -20,6 +26,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "protocol/connection.h"
@@ -57,8 +65,84 @@ int connfile_write(const char *path, char *err, size_t errlen)
     return connfile_write_ports(path, "127.0.0.1", ports, err, errlen);
 }
 
+static int write_file(const char *path, const char *transport, const char *ip,
+                      const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen);
+
 int connfile_write_ports(const char *path, const char *ip,
                          const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen)
+{
+    return write_file(path, "tcp", ip, ports, err, errlen);
+}
+
+int connfile_ipc_dir(const char *path, char *out, size_t len)
+{
+    size_t n = strlen(path);
+    if (n > 5 && strcmp(path + n - 5, ".json") == 0)
+        n -= 5;
+    int k = snprintf(out, len, "%.*s.ipc", (int)n, path);
+    return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The folder of the sockets: made with mode 0700, or, left by an earlier
+ * kernel, taken only if it is a folder of this user's (not a link), and made
+ * 0700 again. */
+static int make_ipc_dir(const char *dir)
+{
+    if (mkdir(dir, 0700) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -errno;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = fstat(fd, &st) != 0 ? -errno : st.st_uid != getuid() ? -EPERM : 0;
+    if (!rc && fchmod(fd, 0700) != 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+int connfile_write_ipc(const char *path, char *err, size_t errlen)
+{
+    char dir[PATH_MAX], ip[PATH_MAX];
+    struct sockaddr_un sun;
+    int rc = connfile_ipc_dir(path, dir, sizeof dir);
+    /* ZeroMQ's socket files are "<ip>-<port>", as jupyter_client names them. */
+    if (rc || snprintf(ip, sizeof ip, "%s/k", dir) >= (int)sizeof ip ||
+        strlen(ip) + sizeof "-5" > sizeof sun.sun_path) {
+        rc = connfile_write(path, err, errlen);
+        return rc ? rc : 1;
+    }
+    if ((rc = make_ipc_dir(dir)))
+        return errbuf_set(rc, err, errlen, "cannot make the folder %s: %s", dir,
+                          strerror(-rc));
+    int ports[CONNECTION_NCHANNELS];
+    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++)
+        ports[ch] = ch + 1;
+    return write_file(path, "ipc", ip, ports, err, errlen);
+}
+
+void connfile_remove(const char *path)
+{
+    unlink(path);
+    char dir[PATH_MAX];
+    if (connfile_ipc_dir(path, dir, sizeof dir))
+        return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++) {
+        char name[16];
+        snprintf(name, sizeof name, "k-%d", ch + 1);
+        unlinkat(fd, name, 0);
+    }
+    close(fd);
+    rmdir(dir);
+}
+
+static int write_file(const char *path, const char *transport, const char *ip,
+                      const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen)
 {
     int rc = 0;
     unsigned char r[16];
@@ -75,7 +159,7 @@ int connfile_write_ports(const char *path, const char *ip,
         "{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "shell_port",
         ports[CONNECTION_SHELL], "iopub_port", ports[CONNECTION_IOPUB], "stdin_port",
         ports[CONNECTION_STDIN], "control_port", ports[CONNECTION_CONTROL], "hb_port",
-        ports[CONNECTION_HB], "ip", ip, "key", key, "transport", "tcp",
+        ports[CONNECTION_HB], "ip", ip, "key", key, "transport", transport,
         "signature_scheme", "hmac-sha256", "kernel_name", "sandpit");
     char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(doc);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/client/connfile.h"
 #include "kernel/fsutil.h"
 #include "protocol/errbuf.h"
 
@@ -235,7 +236,7 @@ out:
 
 void instance_remove(const struct instance *in, bool with_log)
 {
-    unlink(in->connection_file);
+    connfile_remove(in->connection_file);
     unlink(in->state_file);
     if (with_log)
         unlink(in->log_file);

@@ -150,8 +150,14 @@ int lifecycle_start_main(int argc, char **argv)
     }
     instance_remove(&in, true); /* a kernel that died: its files are stale */
     char **kargv = NULL;
-    if ((rc = connfile_write(in.connection_file, err, sizeof err)) ||
-        !(kargv = lifecycle_kernel_argv(&o, in.connection_file, in.workspace)) ||
+    if ((rc = connfile_write_ipc(in.connection_file, err, sizeof err)) == 1)
+        fprintf(stderr, "sandpit start: the runtime folder's path is too long for ipc "
+                        "sockets: the kernel listens on TCP, 127.0.0.1, where any local "
+                        "process can reach it (set JUPYTER_RUNTIME_DIR to a shorter "
+                        "path)\n");
+    if (rc == 1)
+        rc = 0;
+    if (rc || !(kargv = lifecycle_kernel_argv(&o, in.connection_file, in.workspace)) ||
         (rc = launch_start(&k, &kargv, false, in.log_file, err, sizeof err)) ||
         (rc = instance_write_state(&in, k.pid, k.argv))) {
         if (!rc)

@@ -648,7 +648,7 @@ int mcp_main(int argc, char **argv, const char *version)
     signal(SIGPIPE, SIG_IGN);
     char **kargv = NULL;
     if (jsonrpc_init(&m.rpc, 0, 1) || !(m.queue = json_array()) ||
-        connfile_write(m.conn, err, sizeof err) ||
+        connfile_write_ipc(m.conn, err, sizeof err) < 0 ||
         !(kargv = lifecycle_kernel_argv(&m.opts, m.conn, m.ws.root)) ||
         launch_start(&m.kernel, &kargv, true, NULL, err, sizeof err) ||
         client_open(&m.client, m.conn, err, sizeof err)) {
@@ -695,7 +695,7 @@ out:
     if (m.client_open)
         client_close(&m.client);
     if (m.conn[0])
-        unlink(m.conn);
+        connfile_remove(m.conn);
     json_decref(m.queue);
     jsonrpc_release(&m.rpc);
     launch_release(&m.kernel);

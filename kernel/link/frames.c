@@ -29,6 +29,7 @@ static const char *const kind_names[LINK_KINDS] = {
     [LINK_REPLY] = "reply",
     [LINK_INPUT_REQUEST] = "input_request",
     [LINK_HISTORY] = "history",
+    [LINK_LOG] = "log",
 };
 
 /* What a worker may publish on iopub. */
@@ -607,5 +608,20 @@ int link_history_reply_parse(const json_t *obj, struct link_history_reply *out, 
     out->history = json_is_array(h) ? h : NULL;
     if (!out->history == !out->error)
         fail(&c, "neither \"history\" nor \"error\", or both");
+    return c.rc;
+}
+
+json_t *link_log_build(const struct link_log *f)
+{
+    if (!f->text)
+        return NULL;
+    return add_string(frame_new(LINK_LOG), "text", f->text);
+}
+
+int link_log_parse(const json_t *obj, struct link_log *out, char *err, size_t errlen)
+{
+    struct check c = check_start(obj, LINK_LOG, err, errlen);
+    memset(out, 0, sizeof *out);
+    out->text = str(&c, "text", true, LINK_LOG_MAX);
     return c.rc;
 }

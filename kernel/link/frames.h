@@ -32,6 +32,7 @@ enum link_kind {
     LINK_REPLY,         /* "reply": the answer to the request a shell runs */
     LINK_INPUT_REQUEST, /* "input_request": ask the client for a line */
     LINK_HISTORY,       /* "history": ask for the history (%history) */
+    LINK_LOG,           /* "log": a line for the kernel's log */
     LINK_KINDS
 };
 
@@ -129,6 +130,14 @@ struct link_history {
                     * values the supervisor's history module checks */
 };
 
+/* A line of the worker's log: it goes over the link once cells run, because
+ * the log pipe is then closed (the user's code could write to it). */
+#define LINK_LOG_MAX 1024 /* longest line */
+
+struct link_log {
+    const char *text; /* the line, without its newline */
+};
+
 /* Builders: a new frame object, or NULL when out of memory (or a field is
  * missing). The struct's pointers are borrowed (objects are copied by
  * reference). */
@@ -142,6 +151,7 @@ json_t *link_reply_build(const struct link_reply *f);
 json_t *link_input_request_build(const struct link_input_request *f);
 json_t *link_history_build(const struct link_history *f);
 json_t *link_history_reply_build(const struct link_history_reply *f);
+json_t *link_log_build(const struct link_log *f);
 
 /* Puts an iopub frame's raw text (the last json_array_size(f->raw) of its
  * nbuffers buffers, borrowed) into f->content where f->raw says, as strings;
@@ -171,5 +181,6 @@ int link_history_parse(const json_t *obj, struct link_history *out, char *err,
                        size_t errlen);
 int link_history_reply_parse(const json_t *obj, struct link_history_reply *out, char *err,
                              size_t errlen);
+int link_log_parse(const json_t *obj, struct link_log *out, char *err, size_t errlen);
 
 #endif

@@ -15,11 +15,39 @@
 #include <zmq.h>
 
 #include "kernel/log.h"
+#include "kernel/monotime.h"
 
 #define MAX_FRAMES  1024 /* frames in one ZeroMQ message */
 #define DRAIN_BATCH 256  /* messages read from one socket per event */
+/* Messages ZeroMQ holds for the kernel from one peer before it stops reading
+ * that peer's connection (the peer then waits: nothing is lost). ZeroMQ's 1000
+ * let a client without the key park 1000 messages of --max-message each in
+ * the supervisor; a client that waits for its replies has one or two queued. */
+#define RECV_HWM    2
+#define HB_MAX_PING 4096 /* clients send b"ping", a UUID or a time */
+#define HB_SNDHWM   16
+/* A subscription's topic: Jupyter's clients send "" (everything). */
+#define IOPUB_MAX_TOPIC 1024
+#define WELCOMES_BURST  32 /* iopub_welcome messages, then ... */
+#define WELCOMES_PER_S  4  /* ... this many a second */
 /* A frame this long is handed to ZeroMQ rather than copied (a chart's content). */
 #define ZERO_COPY_FROM (64u << 10)
+
+/* Anyone who can reach a port can send it messages, with or without the key:
+ * what the kernel logs of the messages it refuses is limited, and so is what
+ * it logs of its own that it could not send (a client that does not read). */
+static struct log_limit refused_logged = {
+    .what = "lines about messages refused",
+    .lines_per_s = 1,
+    .burst_lines = 20,
+    .max_bytes = 1u << 20,
+};
+static struct log_limit sent_logged = {
+    .what = "lines about messages not sent",
+    .lines_per_s = 1,
+    .burst_lines = 20,
+    .max_bytes = 1u << 20,
+};
 
 static const int socket_types[CONNECTION_NCHANNELS] = {
     [CONNECTION_SHELL] = ZMQ_ROUTER, [CONNECTION_IOPUB] = ZMQ_XPUB,
@@ -41,16 +69,32 @@ int channels_open(struct channels *c, const struct connection *conn, struct sign
         if (!s)
             return -errno;
         c->sockets[ch] = s;
-        int linger = 1000, one = 1;
+        int linger = 1000, one = 1, rcvhwm = RECV_HWM;
         /* ZeroMQ checks each frame as it arrives, and drops the peer of one that is
          * too large before it is read; recv_frames checks the frames together. */
         int64_t maxmsg = max_message ? (int64_t)max_message : -1;
+        /* The heartbeat echoes what comes, to anyone: it takes pings only, and
+         * keeps few echoes for a peer that does not read them (ZeroMQ's 1000
+         * of --max-message each made it hold gigabytes for one such peer). */
+        int hb_sndhwm = HB_SNDHWM;
+        if (ch == CONNECTION_HB) {
+            maxmsg = HB_MAX_PING;
+            zmq_setsockopt(s, ZMQ_SNDHWM, &hb_sndhwm, sizeof hb_sndhwm);
+        }
+        if (ch == CONNECTION_IOPUB)
+            maxmsg = IOPUB_MAX_TOPIC;
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+        zmq_setsockopt(s, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm);
         if (strchr(conn->ip, ':'))
             zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
-        if (ch == CONNECTION_IOPUB) /* every subscription, so each gets a welcome */
+        /* Every subscription comes up, so each gets a welcome; and the kernel
+         * makes them itself (take): ZeroMQ would keep each topic a peer sends,
+         * without a key and without a bound. */
+        if (ch == CONNECTION_IOPUB) {
             zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+            zmq_setsockopt(s, ZMQ_XPUB_MANUAL, &one, sizeof one);
+        }
         char ep[PATH_MAX + 32];
         if (connection_endpoint(conn, ch, ep, sizeof ep) < 0) {
             log_error("the %s endpoint is too long", connection_channel_name(ch));
@@ -88,57 +132,78 @@ void channels_close(struct channels *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Reads one multipart message without waiting. Returns the number of frames
- * (> 0, *frames is new), -EAGAIN when there is none, -EMSGSIZE when it had
- * too many frames or more than max bytes (0: no limit) (it was read and
- * discarded, and nothing past the limit was copied), or -errno. */
-static int recv_frames(void *sock, struct wire_frame **frames, size_t max)
+/* One multipart message as ZeroMQ received it: its parts stay ZeroMQ's, and
+ * the frames borrow them, so that nothing of a message is copied before its
+ * signature is checked (msg_parse copies what it keeps of a good one). */
+struct received {
+    zmq_msg_t *parts;
+    struct wire_frame *frames;
+    int n;
+};
+
+static void received_release(struct received *r)
 {
-    *frames = NULL;
-    struct wire_frame *f = NULL;
-    int n = 0, more = 1, rc = 0;
+    for (int i = 0; i < r->n; i++)
+        zmq_msg_close(&r->parts[i]);
+    free(r->parts);
+    free(r->frames);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reads one multipart message without waiting into r (released by the caller
+ * on success). Returns the number of frames (> 0), -EAGAIN when there is none,
+ * -EMSGSIZE when it had too many frames or more than max bytes (0: no limit)
+ * (it was read and discarded: nothing past the limit is kept), or -errno. */
+static int recv_frames(void *sock, struct received *r, size_t max)
+{
+    memset(r, 0, sizeof *r);
+    int more = 1, rc = 0, cap = 0;
     size_t total = 0;
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, sock, n ? 0 : ZMQ_DONTWAIT) < 0) {
-            rc = -errno;
+        if (zmq_msg_recv(&part, sock, r->n || rc ? 0 : ZMQ_DONTWAIT) < 0) {
+            int e = errno;
             zmq_msg_close(&part);
-            if (n == 0 && rc == -EAGAIN)
-                return rc;
+            if (r->n == 0 && !rc && e == EAGAIN)
+                return -EAGAIN;
+            rc = rc ? rc : -e;
             break;
         }
         more = zmq_msg_more(&part);
         total += zmq_msg_size(&part);
-        if (max && total > max)
+        if (!rc && ((max && total > max) || r->n >= MAX_FRAMES))
             rc = -EMSGSIZE;
-        if (rc == 0 && n < MAX_FRAMES) {
-            struct wire_frame *nf = realloc(f, (size_t)(n + 1) * sizeof *nf);
-            size_t len = zmq_msg_size(&part);
-            void *data = nf ? malloc(len ? len : 1) : NULL;
-            if (!nf || !data) {
-                free(data);
-                if (nf)
-                    f = nf;
+        if (!rc && r->n == cap) {
+            int ncap = cap ? cap * 2 : 8;
+            zmq_msg_t *np = realloc(r->parts, (size_t)ncap * sizeof *np);
+            if (np)
+                r->parts = np;
+            if (!np)
                 rc = -ENOMEM;
-            } else {
-                f = nf;
-                memcpy(data, zmq_msg_data(&part), len);
-                f[n].data = data;
-                f[n].len = len;
-                n++;
-            }
-        } else if (rc == 0) {
-            rc = -EMSGSIZE;
+            else
+                cap = ncap;
         }
+        if (rc) {
+            zmq_msg_close(&part);
+            continue;
+        }
+        zmq_msg_init(&r->parts[r->n]);
+        zmq_msg_move(&r->parts[r->n], &part);
         zmq_msg_close(&part);
+        r->n++;
     }
+    if (!rc && !(r->frames = malloc((size_t)r->n * sizeof *r->frames)))
+        rc = -ENOMEM;
     if (rc) {
-        wire_frames_free(f, (size_t)n);
+        received_release(r);
         return rc;
     }
-    *frames = f;
-    return n;
+    for (int i = 0; i < r->n; i++) {
+        r->frames[i].data = zmq_msg_data(&r->parts[i]);
+        r->frames[i].len = zmq_msg_size(&r->parts[i]);
+    }
+    return r->n;
 }
 
 static void free_frame(void *data, void *hint)
@@ -180,8 +245,8 @@ int channels_send(struct channels *c, enum connection_channel ch, const struct m
                 : zmq_send(c->sockets[ch], frames[i].data, frames[i].len, flags) < 0) {
             rc = -errno;
             /* A full pipe drops the message: that is the price of never blocking. */
-            log_warn("dropped a %s message on %s: %s", msg_type(m),
-                     connection_channel_name(ch), zmq_strerror(-rc));
+            log_limited(&sent_logged, LOG_WARN, "dropped a %s message on %s: %s",
+                        msg_type(m), connection_channel_name(ch), zmq_strerror(-rc));
             break;
         }
     }
@@ -207,11 +272,24 @@ static bool take(struct channels *c, enum connection_channel ch,
         return true;
     }
     if (ch == CONNECTION_IOPUB) {
-        /* A subscription (first byte 1) from a new client: greet it, so it
-         * knows its subscription is live before it sends anything. */
+        /* A subscription (first byte 1) from a new client: it gets everything
+         * (Jupyter's clients subscribe to "" anyway, and a SUB socket filters
+         * what it receives), and a welcome, so that it knows its subscription
+         * is live before it sends anything; welcomes, published to every
+         * subscriber, are limited, as anyone can ask for them. */
         const unsigned char *d = frames[0].data;
-        if (n == 1 && frames[0].len >= 1 && d[0] == 1)
-            sink->subscribed(sink->data, (const char *)d + 1, frames[0].len - 1);
+        if (n == 1 && frames[0].len >= 1 && d[0] == 1) {
+            zmq_setsockopt(c->sockets[ch], ZMQ_SUBSCRIBE, "", 0);
+            double now = monotime_now();
+            c->welcomes += (now - c->welcomed_at) * WELCOMES_PER_S;
+            if (c->welcomes > WELCOMES_BURST || !c->welcomed_at)
+                c->welcomes = WELCOMES_BURST;
+            c->welcomed_at = now;
+            if (c->welcomes >= 1) {
+                c->welcomes -= 1;
+                sink->subscribed(sink->data, (const char *)d + 1, frames[0].len - 1);
+            }
+        }
         return true;
     }
     struct msg *m = NULL;
@@ -222,7 +300,8 @@ static bool take(struct channels *c, enum connection_channel ch,
         log_warn("an unreadable message on %s: %s", connection_channel_name(ch), err);
         sink->unreadable(sink->data, ch, m, err);
     } else if (rc) {
-        log_warn("dropped a message on %s: %s", connection_channel_name(ch), err);
+        log_limited(&refused_logged, LOG_WARN, "dropped a message on %s: %s",
+                    connection_channel_name(ch), err);
     } else {
         go_on = sink->msg(sink->data, ch, &m);
     }
@@ -234,18 +313,19 @@ void channels_drain(struct channels *c, enum connection_channel ch,
                     const struct channels_sink *sink)
 {
     for (int i = 0; i < DRAIN_BATCH; i++) {
-        struct wire_frame *frames;
-        int n = recv_frames(c->sockets[ch], &frames, c->max_message);
+        struct received r;
+        int n = recv_frames(c->sockets[ch], &r, c->max_message);
         if (n == -EAGAIN)
             return;
         if (n < 0) {
-            log_warn("dropped a message on %s: %s", connection_channel_name(ch),
-                     n == -EMSGSIZE ? "too many frames, or larger than --max-message"
-                                    : strerror(-n));
+            log_limited(&refused_logged, LOG_WARN, "dropped a message on %s: %s",
+                        connection_channel_name(ch),
+                        n == -EMSGSIZE ? "too many frames, or larger than --max-message"
+                                       : strerror(-n));
             continue;
         }
-        bool go_on = take(c, ch, frames, n, sink);
-        wire_frames_free(frames, (size_t)n);
+        bool go_on = take(c, ch, r.frames, n, sink);
+        received_release(&r);
         if (!go_on)
             return;
     }

@@ -20,6 +20,7 @@ struct channels {
     struct sign *sign;  /* borrowed; it remembers the signatures it accepted */
     size_t max_message; /* bytes of one message, its frames together; 0: no cap */
     unsigned used;      /* bit 1 << channel: sent on since channels_take_used */
+    double welcomes, welcomed_at; /* iopub_welcome's bucket, and when it was filled */
 };
 
 /* The channels sent on since the last call (bits 1 << channel), which the

@@ -26,6 +26,7 @@
 #include "kernel/link/spawn.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/template.h"
+#include "kernel/supervisor/worker_log.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/stop.h"
 
@@ -230,14 +231,18 @@ static void close_log(struct logpipe *lp)
 }
 
 /* The log pipe is readable: its whole lines go to the kernel's log, marked as
- * the worker's, with control characters removed (a cell can write there too). */
+ * the worker's, with control characters removed and within the kernel's limit
+ * (worker_log.h): code in the worker can write there before cells run (a
+ * preload) and, where the pipe is not yet closed, a cell. */
 static void on_log(struct loop *l, long long id, int events, void *data)
 {
     (void)l;
     (void)id;
     (void)events;
     struct logpipe *lp = data;
-    for (;;) {
+    /* A bounded number of reads per event: a writer as fast as this loop must
+     * not hold it (the rest waits for the next turn). */
+    for (int turn = 0; turn < READ_TURNS; turn++) {
         ssize_t n = read(lp->fd, lp->buf + lp->len, sizeof lp->buf - lp->len);
         if (n <= 0) {
             if (n == 0 || (errno != EAGAIN && errno != EINTR))
@@ -245,22 +250,13 @@ static void on_log(struct loop *l, long long id, int events, void *data)
             return;
         }
         lp->len += (size_t)n;
-        /* Whole lines, or a full buffer, go to the log. */
+        /* Whole lines, or a full buffer, go to the log, within its limit. */
         for (;;) {
             char *nl = memchr(lp->buf, '\n', lp->len);
             size_t len = nl ? (size_t)(nl - lp->buf) : lp->len;
             if (!nl && lp->len < sizeof lp->buf)
                 break;
-            char line[sizeof lp->buf + 1];
-            size_t k = 0;
-            for (size_t i = 0; i < len; i++) {
-                unsigned char ch = (unsigned char)lp->buf[i];
-                line[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-            }
-            line[k] = 0;
-            /* The mark says these lines came from the worker, whose fd 2 the
-             * user's code can write to as well. */
-            log_plain("worker| %s\n", line);
+            worker_log_line(lp->buf, len);
             size_t used = nl ? len + 1 : len;
             memmove(lp->buf, lp->buf + used, lp->len - used);
             lp->len -= used;

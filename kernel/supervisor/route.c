@@ -23,16 +23,27 @@
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/outbox.h"
 #include "kernel/supervisor/shells.h"
+#include "kernel/supervisor/worker_log.h"
 
 /* Replies that name a request their shell is not running, from one worker: past
  * this, the worker is restarted. A worker whose code does not write to the link
  * sends none (a subshell deleted while its request ran may leave one). */
 #define ROUTE_MAX_LIES 10
 
+/* Frames dropped are logged within a limit: code in the worker can forge them
+ * as fast as the link carries them. */
+static struct log_limit bad_frames_logged = {
+    .what = "lines about frames dropped from the worker",
+    .lines_per_s = 1,
+    .burst_lines = 20,
+    .max_bytes = 1u << 20,
+};
+
 static void bad_frame(struct kernel *k, const char *what)
 {
     k->bad_frames++;
-    log_warn("dropped a frame from the worker (%lu so far): %s", k->bad_frames, what);
+    log_limited(&bad_frames_logged, LOG_WARN,
+                "dropped a frame from the worker (%lu so far): %s", k->bad_frames, what);
 }
 
 /* A reply that claims a request its shell is not running: dropped, and held
@@ -167,6 +178,12 @@ void route_frame(struct kernel *k, const struct link_frame *raw)
         struct link_history f;
         if (!(rc = link_history_parse(obj, &f, err, sizeof err)))
             handlers_worker_history(k, &f);
+        break;
+    }
+    case LINK_LOG: {
+        struct link_log f;
+        if (!(rc = link_log_parse(obj, &f, err, sizeof err)))
+            worker_log_line(f.text, strlen(f.text));
         break;
     }
     case LINK_REQUEST:

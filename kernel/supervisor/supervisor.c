@@ -141,9 +141,34 @@ static double io_worker_cpu(void *ctx)
 
 /* --- events ------------------------------------------------------------------- */
 
+/* The kernel's own messages are signed with the key, and on TCP anyone reads
+ * iopub: one sent back to the kernel as it was (a comm_msg, a comm_open)
+ * would pass for the client's. No client uses the kernel's session. */
+static struct log_limit echoes_logged = {
+    .what = "lines about the kernel's own messages sent back to it",
+    .lines_per_s = 1,
+    .burst_lines = 5,
+    .max_bytes = 1u << 20,
+};
+
+static bool own_message(const struct supervisor *s, const struct msg *m,
+                        enum connection_channel ch)
+{
+    const char *session = json_string_value(json_object_get(m->header, "session"));
+    if (!session || strcmp(session, s->k.session.session) != 0)
+        return false;
+    log_limited(&echoes_logged, LOG_WARN,
+                "dropped a message on %s: it is one of the kernel's own, sent back to "
+                "it (a client that reads iopub can do that)",
+                connection_channel_name(ch));
+    return true;
+}
+
 static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
 {
     struct supervisor *s = data;
+    if (own_message(s, *m, ch))
+        return !loop_stopped(s->loop);
     if (ch == CONNECTION_STDIN)
         route_stdin(&s->k, m);
     else
@@ -155,7 +180,8 @@ static void on_unreadable(void *data, enum connection_channel ch, struct msg *m,
                           const char *why)
 {
     struct supervisor *s = data;
-    dispatch_unreadable(&s->k, m, ch, why);
+    if (!own_message(s, m, ch))
+        dispatch_unreadable(&s->k, m, ch, why);
 }
 
 static void on_subscribed(void *data, const char *topic, size_t len)
@@ -516,6 +542,7 @@ int supervisor_run(struct options *opts, struct gateway *gw)
     if (rc)
         log_error("the event loop failed: %s", zmq_strerror(-rc));
     supervisor_release(&s);
+    log_limits_flush();
     log_info("kernel stopped");
     return rc ? 1 : 0;
 }

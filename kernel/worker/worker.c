@@ -380,6 +380,35 @@ static bool take_template_flag(int *argc, char **argv)
     return false;
 }
 
+/* The worker's log once cells run: "log" frames on the link, which the
+ * supervisor relays within the kernel's limit. A line logged while one is being
+ * sent (the link broke under it) is dropped. */
+static void to_link(enum log_level level, const char *line, size_t len)
+{
+    static _Thread_local bool sending;
+    (void)level;
+    if (sending)
+        return;
+    sending = true;
+    char text[LINK_LOG_MAX + 1];
+    if (len > LINK_LOG_MAX) /* cut at a character's start */
+        for (len = LINK_LOG_MAX; len && ((unsigned char)line[len] & 0xc0) == 0x80;)
+            len--;
+    memcpy(text, line, len);
+    text[len] = 0;
+    json_t *f = link_log_build(&(struct link_log){.text = text});
+    if (!f) { /* not UTF-8: its other bytes become '?' */
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)text[i] >= 0x80)
+                text[i] = '?';
+        f = link_log_build(&(struct link_log){.text = text});
+    }
+    if (f)
+        uplink_send_frame(f);
+    json_decref(f);
+    sending = false;
+}
+
 int worker_main(int argc, char **argv)
 {
     struct stopwatch watch = {.start = monotime_now()};
@@ -579,6 +608,11 @@ int worker_main(int argc, char **argv)
         log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
                  sandbox_state_name(report.layers[i].state),
                  report.layers[i].detail[0] ? ", " : "", report.layers[i].detail);
+    /* Cells run from here on, and could write to any descriptor the worker holds:
+     * the log pipe is closed, and the log goes over the link (to_link). */
+    log_set_sink(to_link);
+    if (logfd >= 0)
+        close(logfd);
     char *hello = hello_json(&report);
     rc = pyrt_serve(hello);
     free(hello);

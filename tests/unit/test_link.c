@@ -250,8 +250,8 @@ static void test_kind_names(void)
 {
     /* The wire names: the worker's Python runtime mirrors them. */
     static const char *const names[LINK_KINDS] = {
-        "request", "interrupt", "subshell", "input_reply",   "history_reply",
-        "hello",   "iopub",     "reply",    "input_request", "history",
+        "request", "interrupt", "subshell",      "input_reply", "history_reply", "hello",
+        "iopub",   "reply",     "input_request", "history",     "log",
     };
     for (int k = 0; k < LINK_KINDS; k++) {
         CHECK_STR(link_kind_name((enum link_kind)k), names[k]);
@@ -415,6 +415,13 @@ static void test_every_kind_round_trips(void)
               .id = 1, .history = list, .error = "x"}) == NULL);
     json_decref(list);
     kinds++;
+
+    o = through_the_link(link_log_build(&(struct link_log){.text = "a line"}), LINK_LOG);
+    struct link_log lg;
+    REQUIRE(link_log_parse(o, &lg, err, sizeof err) == 0);
+    CHECK_STR(lg.text, "a line");
+    json_decref(o);
+    kinds++;
     CHECK_INT(kinds, LINK_KINDS);
     json_decref(header);
     json_decref(content);
@@ -442,6 +449,7 @@ static int parse_any(enum link_kind kind, const json_t *obj, char *err, size_t l
         struct link_input_request iq;
         struct link_history hq;
         struct link_history_reply hr;
+        struct link_log lg;
     } u;
     switch (kind) {
     case LINK_REQUEST:
@@ -464,6 +472,8 @@ static int parse_any(enum link_kind kind, const json_t *obj, char *err, size_t l
         return link_history_parse(obj, &u.hq, err, len);
     case LINK_HISTORY_REPLY:
         return link_history_reply_parse(obj, &u.hr, err, len);
+    case LINK_LOG:
+        return link_log_parse(obj, &u.lg, err, len);
     case LINK_KINDS:
         break;
     }
@@ -490,6 +500,7 @@ static void test_malformed_frames_are_refused(void)
          "\"op\" is neither"},
         {"{\"type\": \"subshell\", \"op\": \"create\"}", "subshell: no \"id\""},
         {"{\"type\": \"input_reply\", \"parent\": \"m\"}", "input_reply: no \"content\""},
+        {"{\"type\": \"log\"}", "log: no \"text\""},
         {"{\"type\": \"hello\", \"python_version\": \"3.11.2\", \"sandbox\": {}}",
          "\"sandbox\" is not a list"},
         {"{\"type\": \"hello\", \"python_version\": \"3.11.2\", \"sandbox\": [{\"name\": "

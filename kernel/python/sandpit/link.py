@@ -61,6 +61,8 @@ HISTORY = "history"
 
 INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY, HISTORY_REPLY)
 OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST, HISTORY)
+# The worker's C code sends one more kind, "log" (its log lines once cells run,
+# kernel/worker/worker.c); this runtime logs through _sandpit.log, which sends it.
 # What the supervisor lets a worker publish on iopub (kernel/link/frames.c).
 IOPUB_TYPES = ("stream", "display_data", "update_display_data", "execute_result", "error",
                "clear_output", "comm_open", "comm_msg", "comm_close")
