@@ -40,7 +40,14 @@ ALLOWED = [
      "runtime folder, hidden"),
     ("kernel/client/launch.c", "open", "open(log_path", "the instance's log, runtime folder"),
     ("kernel/client/launch.c", "fopen", "fopen(log_path", "the instance's log, runtime folder"),
-    ("kernel/client/mcp.c", "unlink", "unlink(m.conn)", "runtime folder, hidden"),
+    ("kernel/client/connfile.c", "mkdir", "mkdir(dir, 0700)",
+     "the ipc sockets' folder, in the runtime folder, hidden"),
+    ("kernel/client/connfile.c", "open", "open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW",
+     "the ipc sockets' folder: O_NOFOLLOW, owner checked"),
+    ("kernel/client/connfile.c", "unlink", "unlink(path)", "runtime folder, hidden"),
+    ("kernel/client/connfile.c", "unlinkat", "unlinkat(fd, name, 0)",
+     "the ipc sockets, on the folder's descriptor"),
+    ("kernel/client/connfile.c", "rmdir", "rmdir(dir)", "runtime folder, hidden"),
     # Fixed system paths.
     ("kernel/client/launch.c", "open", "open(\"/dev/null\"", "/dev/null"),
     ("kernel/supervisor/child.c", "open", "open(\"/dev/null\"", "/dev/null"),
@@ -50,6 +57,10 @@ ALLOWED = [
     ("sandbox/namespaces.c", "open", "open(path, O_WRONLY", "/proc/self/{uid,gid}_map, setgroups"),
     ("sandbox/namespaces.c", "fopen", "fopen(path, \"re\")", "/proc/sys: a sysctl's value"),
     ("sandbox/cgroup.c", "open", "open(path", "cgroupfs, where no link or FIFO can be made"),
+    ("sandbox/stop.c", "fopen", "fopen(path, \"re\")", "cgroupfs: a group's cgroup.procs"),
+    ("sandbox/stop.c", "open", "open(path, O_WRONLY", "cgroupfs: a group's cgroup.kill"),
+    ("sandbox/stop.c", "opendir", "opendir(\"/proc\")", "/proc"),
+    ("sandbox/stop.c", "open", "open(path, O_RDONLY", "/proc/<pid>/stat"),
     ("sandbox/cgroup.c", "opendir", "opendir(base)", "cgroupfs"),
     ("sandbox/cgroup.c", "rmdir", "rmdir(", "cgroupfs"),
     ("sandbox/cgroup.c", "mkdir", "mkdir(path, 0755)", "cgroupfs"),
@@ -81,11 +92,27 @@ ALLOWED = [
     # The history database, in Jupyter's data folder, hidden from workers
     # (the history's own module keeps it so).
     ("kernel/supervisor/history.c", "chmod", "chmod(path, 0600)", "the history's folder"),
+    ("kernel/supervisor/history.c", "open", "open(dir, O_PATH | O_DIRECTORY",
+     "the history's folder (one inside the workspace is refused); O_PATH"),
     # In the worker itself, setting up its own confinement: what it opens it
     # could open anyway, and none of these can block (O_PATH, O_NONBLOCK, a
     # folder the user chose).
     ("sandbox/landlock.c", "open", "open(path, O_PATH", "O_PATH never blocks nor reads"),
-    ("sandbox/namespaces.c", "opendir", "opendir(home)", "the user's home folder"),
+    ("sandbox/masks.c", "opendir", "opendir(home)",
+     "the user's home folder, its top already bound read-only"),
+    ("sandbox/home.c", "open", "open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK",
+     "a home's top or a dot-folder there: read-only to cells; O_NOFOLLOW, O_NONBLOCK"),
+    ("sandbox/home.c", "openat", "openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW",
+     "the key-file search: relative to the folder above, O_NOFOLLOW, O_NONBLOCK"),
+    # The walk to a protected path (sandbox/resolve.c) that makes what is
+    # missing before the worker confines itself: from "/", one component at a
+    # time on descriptors, O_NOFOLLOW, O_EXCL for what it makes.
+    ("sandbox/resolve.c", "open", "open(\"/\", O_PATH | O_DIRECTORY", "the walk's start"),
+    ("sandbox/resolve.c", "openat", "openat(w->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW",
+     "one component, O_NOFOLLOW"),
+    ("sandbox/resolve.c", "openat", "openat(w->fd, name,", "one component, O_NOFOLLOW"),
+    ("sandbox/resolve.c", "mkdirat", "mkdirat(w->fd, name, 0700)",
+     "in the folder just opened"),
     ("sandbox/namespaces.c", "open", "open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK",
      "the hidden-path check: O_NONBLOCK, in the confined worker"),
     ("sandbox/private.c", "mkdir", "mkdir(at, 0700)", "in the tmpfs just mounted"),
