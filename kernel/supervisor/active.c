@@ -17,8 +17,10 @@
  *     the same markup in a sandboxed iframe's srcdoc;
  *   - image/svg+xml: unchanged if safe, else withheld, and shown as an <img> of
  *     it in text/html when the bundle has no HTML of its own;
- *   - text/markdown, text/latex: unchanged if safe, else withheld, their text
- *     kept as text/plain when there is none;
+ *   - text/markdown: unchanged if safe, else withheld, its text shown as
+ *     text/plain (in place of the repr, "<...Markdown object>", that says
+ *     nothing); text/latex likewise, its text kept where there is no
+ *     text/plain (sympy's, say, is worth keeping);
  *   - everything else (pictures, JSON, plain text): unchanged, and not read:
  *     a 10 MB PNG costs a comparison of its type. */
 #include "kernel/supervisor/active.h"
@@ -149,8 +151,9 @@ static json_t *svg_picture(const json_t *svg)
 struct bundle_pass {
     int changed;
     bool exec_withheld;
-    json_t *svg;  /* an active SVG, to show as a picture (a new reference) */
-    json_t *text; /* the text of withheld Markdown or LaTeX (a new reference) */
+    json_t *svg;   /* an active SVG, to show as a picture (a new reference) */
+    json_t *text;  /* the text of withheld Markdown or LaTeX (a new reference) */
+    bool markdown; /* that text is Markdown's */
 };
 
 static void neutralise(json_t *data, const char *mime, json_t *v, enum kind kind,
@@ -163,8 +166,10 @@ static void neutralise(json_t *data, const char *mime, json_t *v, enum kind kind
             return;
     } else if (kind == KIND_SVG && json_is_string(v) && !bp->svg) {
         bp->svg = json_incref(v);
-    } else if (kind == KIND_TEXT && json_is_string(v) && !bp->text) {
+    } else if (kind == KIND_TEXT && json_is_string(v) && (!bp->text || !bp->markdown)) {
+        json_decref(bp->text);
         bp->text = json_incref(v);
+        bp->markdown = strncasecmp(mime, "text/markdown", 13) == 0;
     } else if (kind == KIND_EXEC) {
         bp->exec_withheld = true;
     }
@@ -175,7 +180,7 @@ int active_bundle(json_t *data, const struct active_policy *p)
 {
     if (!json_is_object(data))
         return 0;
-    struct bundle_pass bp = {0, false, NULL, NULL};
+    struct bundle_pass bp = {0, false, NULL, NULL, false};
     const char *mime;
     json_t *v;
     void *tmp;
@@ -192,7 +197,7 @@ int active_bundle(json_t *data, const struct active_policy *p)
         if (pic)
             json_object_set_new(data, "text/html", pic);
     }
-    if (bp.text && !json_object_get(data, "text/plain"))
+    if (bp.text && (bp.markdown || !json_object_get(data, "text/plain")))
         json_object_set(data, "text/plain", bp.text);
     if (bp.exec_withheld && json_object_size(data) <= 1 &&
         (json_object_size(data) == 0 || json_object_get(data, "text/plain")))
@@ -234,6 +239,12 @@ static int comm_member(json_t *obj, const char *key, json_t *v, int depth,
         if (module_ok(json_string_value(v)))
             return 0;
         json_object_set_new(obj, key, json_string("sandpit-withheld"));
+        return 1;
+    }
+    /* anywidget's view: JavaScript that its front end imports, and CSS. */
+    if (json_is_string(v) && json_string_length(v) &&
+        (strcmp(key, "_esm") == 0 || strcmp(key, "_css") == 0)) {
+        json_object_set_new(obj, key, json_string(""));
         return 1;
     }
     /* Strings that ipywidgets puts in the page as HTML: an HTML widget's
@@ -295,6 +306,10 @@ int active_reply(json_t *content, const struct active_policy *p)
     if (!json_is_object(content))
         return 0;
     int changed = active_bundle(json_object_get(content, "data"), p);
+    const char *name;
+    json_t *v;
+    json_object_foreach(json_object_get(content, "user_expressions"), name, v) changed +=
+        active_bundle(json_object_get(v, "data"), p);
     json_t *payload = json_object_get(content, "payload");
     for (size_t i = 0; i < json_array_size(payload); i++)
         changed += active_bundle(json_object_get(json_array_get(payload, i), "data"), p);

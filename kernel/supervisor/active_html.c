@@ -12,8 +12,9 @@
  *      "<?" only up to a "?>" with no '<' in it; no MathJax command that makes
  *      a link or sets attributes (MathJax typesets HTML outputs in Notebook);
  *   2. libxml2 parses it (UTF-8 whatever the markup declares, no network, no
- *      entities of its own); any error but an unknown tag name (SVG's) or a
- *      mismatched end tag (which only moves elements) is active;
+ *      entities of its own); any error but an unknown tag name (SVG's), a
+ *      mismatched end tag (which only moves elements) or a control character
+ *      in text is active;
  *   3. a walk of the tree: every element and attribute in the lists below,
  *      URLs relative, fragments, http(s) links, data:image/ pictures (and,
  *      with remote loads allowed, http(s) pictures); style text without '<'
@@ -297,10 +298,17 @@ struct parse_errors {
     bool bad;
 };
 
+/* The errors that change nothing of what is markup: a tag name that HTML 4
+ * does not know (SVG's), an end tag that does not match (elements move, none
+ * is made), and a character that XML forbids (a control character) in text or
+ * in a value, which libxml2 leaves out and a browser keeps as text: a name
+ * that it would end or a '<' that it would follow is an error of another
+ * kind. */
 static void on_error(void *data, xmlErrorPtr error)
 {
     struct parse_errors *pe = data;
-    if (error->code == XML_HTML_UNKNOWN_TAG || error->code == XML_ERR_TAG_NAME_MISMATCH)
+    if (error->code == XML_HTML_UNKNOWN_TAG || error->code == XML_ERR_TAG_NAME_MISMATCH ||
+        error->code == XML_ERR_INVALID_CHAR)
         return;
     pe->bad = true;
 }

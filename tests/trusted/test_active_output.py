@@ -90,6 +90,8 @@ def test_active_markdown_is_shown_as_text(kern):
     assert "text/markdown" not in data
     (data,) = bundles(ok(kern, "display({'text/markdown': %r}, raw=True)" % md))
     assert data == {"text/plain": md}
+    (data,) = bundles(ok(kern, "Markdown(%r)" % md))
+    assert data == {"text/plain": md}
 
 
 def test_a_table_and_charts_come_through_unchanged(kern):

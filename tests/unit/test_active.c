@@ -104,6 +104,10 @@ static const char *const hostile_html[] = {
     "<a href=\"x\" href=\"javascript:alert(1)\">x</a>",
 
     "<div \"onclick=alert(1)>x</div>",
+    "<img src=x on\x01error=alert(1)>",
+    "<img\x01src=x onerror=alert(1)>",
+    "<a href=\"java\x01script:alert(1)\">x</a>",
+    "<svg><title><img src=x onerror=alert(1)></title></svg>",
     NULL,
 };
 
@@ -145,6 +149,8 @@ static void test_ordinary_html_is_safe(void)
         "<!-- a note --><p>x</p>",
         "<div class=\"x\"><span title=\"a &lt;b&gt; c\">y</span></div>",
         "<p>unclosed <b>bold</p>",
+        "<\x01img src=x onerror=alert(1)>", /* text to HTML5: '<' then no letter */
+        "<p>controls \x01 and \x1f in text, \"quotes\" and \\ a backslash</p>",
         "<svg width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\" "
         "style=\"fill: url(#g)\"/></svg>",
         NULL,
@@ -289,6 +295,15 @@ static void test_markdown_and_non_strings(void)
     CHECK_STR(str(b, "text/plain"), "[x](javascript:alert(1))");
     CHECK_STR(str(b, "text/latex"), "$x$");
     json_decref(b);
+    b = bundle(
+        "{\"text/markdown\": \"<script>x</script>\", \"text/plain\": \"<Markdown>\"}");
+    CHECK_INT(active_bundle(b, &p), 1);
+    CHECK_STR(str(b, "text/plain"), "<script>x</script>");
+    json_decref(b);
+    b = bundle("{\"text/latex\": \"\\\\href{x}{y}\", \"text/plain\": \"y\"}");
+    CHECK_INT(active_bundle(b, &p), 1);
+    CHECK_STR(str(b, "text/plain"), "y");
+    json_decref(b);
 }
 
 static void test_safe_bundles_are_unchanged(void)
@@ -316,6 +331,10 @@ static void test_messages(void)
     c = bundle(
         "{\"status\": \"ok\", \"payload\": [{\"source\": \"page\", \"data\":"
         " {\"text/html\": \"<img src=x onerror=alert(1)>\", \"text/plain\": \"x\"}}]}");
+    CHECK_INT(active_reply(c, &p), 1);
+    json_decref(c);
+    c = bundle("{\"status\": \"ok\", \"user_expressions\": {\"a\": {\"status\": \"ok\","
+               " \"data\": {\"text/html\": \"<svg onload=x>\"}}}}");
     CHECK_INT(active_reply(c, &p), 1);
     json_decref(c);
     c = bundle("{\"status\": \"ok\", \"found\": true, \"data\": {\"text/html\":"
@@ -354,6 +373,10 @@ static void test_comm_messages(void)
         CHECK_INT(active_iopub("comm_msg", c, &p), 1);
         json_decref(c);
     }
+    c = json_pack("{s:{s:{s:s, s:s}}}", "data", "state", "_esm", "export default {}",
+                  "_css", "body{}");
+    CHECK_INT(active_iopub("comm_open", c, &p), 2);
+    json_decref(c);
     c = json_pack("{s:{s:{s:s}}}", "data", "state", "_view_module", "jupyter-matplotlib");
     CHECK_INT(active_iopub("comm_msg", c, &p), 0);
     json_decref(c);
