@@ -11,8 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Markup longer than this is not parsed, and counts as active. */
-#define ACTIVE_HTML_MAX_PARSE (8u << 20)
+/* Markup longer than this is not parsed, and counts as active: libxml2 takes
+ * some tens of milliseconds a megabyte, in the supervisor's loop (about what
+ * the message's JSON costs to read); a DataFrame shown whole is rarely more. */
+#define ACTIVE_HTML_MAX_PARSE (2u << 20)
 
 /* True if the n bytes at s, as HTML (text/html, or image/svg+xml as Notebook
  * puts it in its page), hold nothing active. remote: pictures may come from
