@@ -83,7 +83,7 @@ static bool value_safe(const char *mime, const json_t *v, enum kind kind, bool r
     if (kind == KIND_TEXT && strncasecmp(mime, "text/latex", 10) == 0)
         return active_latex_safe(s, n) && active_html_safe(s, n, false);
     if (kind == KIND_TEXT)
-        return active_markdown_safe(s, n);
+        return active_markdown_safe(s, n, remote);
     return active_html_safe(s, n, remote);
 }
 

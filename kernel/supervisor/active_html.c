@@ -348,11 +348,14 @@ bool active_html_safe(const char *s, size_t n, bool remote)
 
 /* Markdown: its raw HTML as HTML; its links, whatever their syntax, by their
  * text with spaces, controls and backslash escapes taken out (a scheme that
- * ends in "script:", or a data: URL as a link's target); and no entity, which
- * the renderer may decode in a link. */
-bool active_markdown_safe(const char *s, size_t n)
+ * ends in "script:", or a data: URL as a link's target); no entity, which the
+ * renderer may decode in a link; and, without remote loads, no picture ("![")
+ * in a text that names a server ("//"), which the page would fetch at once. */
+bool active_markdown_safe(const char *s, size_t n, bool remote)
 {
-    if (!active_html_safe(s, n, false))
+    if (!active_html_safe(s, n, remote))
+        return false;
+    if (!remote && memmem(s, n, "![", 2) && memmem(s, n, "//", 2))
         return false;
     char window[8] = {0}; /* the last 7 bytes kept, lower case */
     for (size_t i = 0; i < n; i++) {

