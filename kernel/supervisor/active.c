@@ -14,7 +14,8 @@
  *     ecmascript, ...; any "exec" type: Bokeh's and HoloViews' _exec ones):
  *     withheld, and a note in text/plain if nothing else is left to show;
  *   - text/html, application/xhtml+xml: unchanged if active_html_safe(), else
- *     the same markup in a sandboxed iframe's srcdoc;
+ *     the same markup in a sandboxed iframe's srcdoc (withheld, with a note,
+ *     past ACTIVE_MAX_FRAMED);
  *   - image/svg+xml: unchanged if safe, else withheld, and shown as an <img> of
  *     it in text/html when the bundle has no HTML of its own;
  *   - text/markdown: unchanged if safe, else withheld, its text shown as
@@ -44,6 +45,14 @@
     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "        \
     "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src "      \
     "data: blob:; font-src data:; media-src data: blob:\">"
+
+#define ACTIVE_NOTE_LARGE                                                                \
+    "[sandpit: an HTML output withheld: too large to check, and to show isolated. "      \
+    "Start the kernel with --active-output on to allow it.]"
+
+/* Active (or unchecked) HTML longer than this is withheld rather than framed:
+ * escaped, it can grow sixfold in the supervisor's memory. */
+#define ACTIVE_MAX_FRAMED (8u << 20)
 
 /* Nesting of a comm message's data that is looked into. */
 #define ACTIVE_MAX_DEPTH 16
@@ -92,6 +101,8 @@ static bool value_safe(const char *mime, const json_t *v, enum kind kind, bool r
  * Returns a new string, NULL when out of memory. */
 static json_t *framed(const char *s, size_t n, bool remote)
 {
+    if (n > ACTIVE_MAX_FRAMED)
+        return NULL;
     static const char head[] =
         "<iframe sandbox=\"allow-scripts\" title=\"output isolated by sandpit\" "
         "style=\"width: 100%; height: 360px; border: 1px solid #ddd; resize: vertical; "
@@ -151,6 +162,7 @@ static json_t *svg_picture(const json_t *svg)
 struct bundle_pass {
     int changed;
     bool exec_withheld;
+    bool large_withheld;
     json_t *svg;   /* an active SVG, to show as a picture (a new reference) */
     json_t *text;  /* the text of withheld Markdown or LaTeX (a new reference) */
     bool markdown; /* that text is Markdown's */
@@ -164,6 +176,7 @@ static void neutralise(json_t *data, const char *mime, json_t *v, enum kind kind
         json_t *f = framed(json_string_value(v), json_string_length(v), remote);
         if (f && json_object_set_new(data, mime, f) == 0)
             return;
+        bp->large_withheld = true;
     } else if (kind == KIND_SVG && json_is_string(v) && !bp->svg) {
         bp->svg = json_incref(v);
     } else if (kind == KIND_TEXT && json_is_string(v) && (!bp->text || !bp->markdown)) {
@@ -180,7 +193,7 @@ int active_bundle(json_t *data, const struct active_policy *p)
 {
     if (!json_is_object(data))
         return 0;
-    struct bundle_pass bp = {0, false, NULL, NULL, false};
+    struct bundle_pass bp = {0, false, false, NULL, NULL, false};
     const char *mime;
     json_t *v;
     void *tmp;
@@ -199,9 +212,11 @@ int active_bundle(json_t *data, const struct active_policy *p)
     }
     if (bp.text && (bp.markdown || !json_object_get(data, "text/plain")))
         json_object_set(data, "text/plain", bp.text);
-    if (bp.exec_withheld && json_object_size(data) <= 1 &&
+    if ((bp.exec_withheld || bp.large_withheld) && json_object_size(data) <= 1 &&
         (json_object_size(data) == 0 || json_object_get(data, "text/plain")))
-        json_object_set_new(data, "text/plain", json_string(ACTIVE_NOTE));
+        json_object_set_new(
+            data, "text/plain",
+            json_string(bp.large_withheld ? ACTIVE_NOTE_LARGE : ACTIVE_NOTE));
     json_decref(bp.svg);
     json_decref(bp.text);
     return bp.changed;

@@ -277,6 +277,23 @@ static void test_active_html_is_framed_without_same_origin(void)
     json_decref(b);
 }
 
+static void test_huge_active_html_is_withheld(void)
+{
+    struct active_policy p = {false};
+    size_t n = (8u << 20) + 1;
+    char *big = malloc(n + 1);
+    REQUIRE(big);
+    for (size_t i = 0; i < n; i++)
+        big[i] = "<b>\""[i % 4];
+    big[n] = 0;
+    json_t *b = json_pack("{s:s, s:s}", "text/html", big, "text/plain", "<HTML object>");
+    free(big);
+    CHECK_INT(active_bundle(b, &p), 1);
+    CHECK(json_object_get(b, "text/html") == NULL);
+    CHECK(strstr(str(b, "text/plain"), "too large to check") != NULL);
+    json_decref(b);
+}
+
 static void test_active_svg_becomes_a_picture(void)
 {
     struct active_policy p = {false};
@@ -395,6 +412,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_markdown_and_latex),
     TESTING_CASE(test_javascript_is_withheld_with_a_note),
     TESTING_CASE(test_active_html_is_framed_without_same_origin),
+    TESTING_CASE(test_huge_active_html_is_withheld),
     TESTING_CASE(test_active_svg_becomes_a_picture),
     TESTING_CASE(test_markdown_and_non_strings),
     TESTING_CASE(test_safe_bundles_are_unchanged),
