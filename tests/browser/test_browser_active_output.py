@@ -122,3 +122,76 @@ def test_with_active_output_on_the_same_cells_do_start_a_kernel(
     assert set(want) <= set(markers(notebook_server))
     for f in notebook_server.dir.glob("marker-*.txt"):
         f.unlink()
+
+
+# Markup that a check by another parser than the browser's might read apart
+# from it, each trying to set window.__ran in the page. What sandpit lets
+# through unchanged must run nothing there; the rest it frames or withholds.
+TRICKY = [
+    "<img src=x onerror=__ran=1>",
+    "<p title=\"<img src=x onerror=__ran=1>\">quoted</p>",
+    "<p title='</p><img src=x onerror=__ran=1>'>quoted</p>",
+    "<!-- <img src=x onerror=__ran=1> -->after",
+    "<!--><img src=x onerror=__ran=1>-->",
+    "<!---><img src=x onerror=__ran=1>-->",
+    "<!-- --!><img src=x onerror=__ran=1>-->",
+    "<!DOCTYPE x \"a><img src=x onerror=__ran=1>\">",
+    "<?x a=\"><img src=x onerror=__ran=1>\"?>",
+    "<![CDATA[><img src=x onerror=__ran=1>]]>",
+    "<svg><![CDATA[><img src=x onerror=__ran=1>]]></svg>",
+    "<svg><style><img src=x onerror=__ran=1></style></svg>",
+    "<svg><style>a{}</style><title><img src=x onerror=__ran=1></title></svg>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=__ran=1>",
+    "<style><img src=x onerror=__ran=1></style>",
+    "<noscript><p title=\"</noscript><img src=x onerror=__ran=1>\"></noscript>",
+    "<textarea><img src=x onerror=__ran=1></textarea>",
+    "<title><img src=x onerror=__ran=1></title>",
+    "<scr<script>ipt>__ran=1</scr</script>ipt>",
+    "<\x01img src=x onerror=__ran=1>",
+    "<img src=x on\x01error=__ran=1>",
+    "<img\x01src=x onerror=__ran=1>",
+    "<img/src=x/onerror=__ran=1>",
+    "<img src=\"x\"onerror=\"__ran=1\">",
+    "<img src=x onerror\n=__ran=1>",
+    "<div/onmouseover=__ran=1>x</div>",
+    "</p><img src=x onerror=__ran=1>",
+    "</ <img src=x onerror=__ran=1>",
+    "<a href=\"x\" \"onfocus=__ran=1\" autofocus>x</a>",
+    "<table><tr><td>a</td><img src=x onerror=__ran=1></tr></table>",
+    "<table><caption><svg onload=__ran=1></svg></caption></table>",
+    "<details open ontoggle=__ran=1>x</details>",
+    "<svg><animate onbegin=__ran=1 attributeName=x dur=1s></svg>",
+    "<svg><set onbegin=__ran=1 attributeName=x to=1></svg>",
+    "<svg><image href=x onerror=__ran=1 /></svg>",
+    "<svg><script>__ran=1</script></svg>",
+    "<object data=\"javascript:__ran=1\"></object>",
+    "<embed src=\"javascript:__ran=1\">",
+    "<iframe src=\"javascript:parent.__ran=1\"></iframe>",
+    "<iframe srcdoc=\"&lt;script&gt;parent.__ran=1&lt;/script&gt;\"></iframe>",
+    "<base href=\"javascript:__ran=1//\"><a href=\"x\">x</a>",
+    "<style>@import 'data:text/css,*{}';</style>",
+    "<p>$\\href{javascript:__ran=1}{x}$</p>",
+]
+
+
+def test_tricky_markup_runs_nothing_in_the_page(page, notebook_server):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata.kernelspec = {"name": "sandpit", "display_name": "sandpit",
+                              "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(
+        "for s in %r:\n    display({'text/html': s, 'text/plain': 'x'}, raw=True)" % TRICKY)]
+    nbformat.write(nb, str(notebook_server.dir / "tricky.ipynb"))
+    page.open("tricky.ipynb")
+    page.js("Jupyter.notebook.execute_all_cells();")
+    page.wait_all_done()
+    shown = page.js("return document.querySelectorAll('.output_area').length")
+    assert shown == len(TRICKY)
+    # Handlers fire as the page lays them out and loads what they name: a few
+    # seconds, watched in a bounded loop.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert page.js("return typeof window.__ran") == "undefined"
+        time.sleep(0.25)
+    unchanged = page.js("return Array.from(document.querySelectorAll('.output_html'))"
+                        ".filter(e => !e.querySelector('iframe[sandbox]')).length")
+    print("%d of %d tricky outputs shown unchanged, none ran" % (unchanged, len(TRICKY)))
