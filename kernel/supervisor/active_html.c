@@ -155,6 +155,22 @@ static bool css_ok(const char *s)
 
 enum url_use { URL_LINK, URL_PICTURE, URL_FRAGMENT };
 
+/* "//host/..." (or with backslashes, which a browser reads as slashes, and
+ * tabs or newlines between, which it drops): another server, though no scheme
+ * is named. */
+static bool network_path(const char *v)
+{
+    int slashes = 0;
+    for (; *v && slashes < 2; v++) {
+        if (*v == '\t' || *v == '\n' || *v == '\r')
+            continue;
+        if (*v != '/' && *v != '\\')
+            return false;
+        slashes++;
+    }
+    return slashes == 2;
+}
+
 /* A URL as the browser reads it: leading and trailing spaces and controls
  * dropped, tabs and newlines anywhere removed. Its scheme (what comes before
  * the first ':' ahead of any '/', '?' or '#') decides; an '&' there could be
@@ -182,6 +198,8 @@ static bool url_ok(const char *v, enum url_use use, bool remote)
         v++;
     if (use == URL_FRAGMENT)
         return *v == '#';
+    if (!colon && use == URL_PICTURE && !remote && network_path(v))
+        return false;
     if (!colon)
         return true; /* relative: the Jupyter server's own pages, fetched by GET */
     bool web = strcmp(head, "http:") == 0 || strcmp(head, "https:") == 0;

@@ -169,6 +169,16 @@ static void test_remote_pictures_only_with_the_network(void)
     static const char img[] = "<img src=\"https://example.org/logo.png\">";
     CHECK(!active_html_safe(img, sizeof img - 1, false));
     CHECK(active_html_safe(img, sizeof img - 1, true));
+    static const char *const elsewhere[] = {
+        "<img src=\"//evil.example/?leak\">", "<img src=\" /\t/evil.example/\">",
+        "<img src=\"/\\evil.example/\">", "<svg><image href=\"//evil.example/\"/></svg>",
+        NULL};
+    for (size_t i = 0; elsewhere[i]; i++) {
+        CHECK(!active_html_safe(elsewhere[i], strlen(elsewhere[i]), false));
+        CHECK(active_html_safe(elsewhere[i], strlen(elsewhere[i]), true));
+    }
+    static const char own[] = "<img src=\"/files/chart.png\"><img src=\"chart.png\">";
+    CHECK(active_html_safe(own, sizeof own - 1, false));
     static const char js[] = "<img src=\"javascript:alert(1)\">";
     CHECK(!active_html_safe(js, sizeof js - 1, true));
 }
