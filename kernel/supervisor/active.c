@@ -244,6 +244,16 @@ static bool module_ok(const char *m)
            (slashes == 1 && m[0] == '@' && m[n - 1] != '/' && m[1] != '/');
 }
 
+/* A module's version, which a widget manager that loads from a CDN puts in
+ * the URL ("<module>@<version>/..."): a range of versions, never a path. */
+static bool version_ok(const char *v)
+{
+    for (; *v; v++)
+        if (!(isalnum((unsigned char)*v) || strchr(".-+^~*<>=| ", *v)))
+            return false;
+    return true;
+}
+
 static int comm_walk(json_t *v, int depth, const struct active_policy *p);
 
 static int comm_member(json_t *obj, const char *key, json_t *v, int depth,
@@ -254,6 +264,13 @@ static int comm_member(json_t *obj, const char *key, json_t *v, int depth,
         if (module_ok(json_string_value(v)))
             return 0;
         json_object_set_new(obj, key, json_string("sandpit-withheld"));
+        return 1;
+    }
+    if (json_is_string(v) && (strcmp(key, "_view_module_version") == 0 ||
+                              strcmp(key, "_model_module_version") == 0)) {
+        if (version_ok(json_string_value(v)))
+            return 0;
+        json_object_set_new(obj, key, json_string("0.0.0"));
         return 1;
     }
     /* anywidget's view: JavaScript that its front end imports, and CSS. */

@@ -30,8 +30,8 @@ int active_bundle(json_t *data, const struct active_policy *p);
  * display, an update or a result (and of any other message with a "data"
  * object), and in a comm message the outputs an Output widget would show, the
  * HTML a widget would put in the page and the module a widget's view would be
- * loaded from (and anywidget's code and CSS). Returns how many values were
- * changed. */
+ * loaded from and its version (and anywidget's code and CSS). Returns how
+ * many values were changed. */
 int active_iopub(const char *msg_type, json_t *content, const struct active_policy *p);
 
 /* The same for the content of a reply: execute_reply's pager payloads (which

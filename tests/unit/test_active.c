@@ -408,6 +408,10 @@ static void test_comm_messages(void)
                   "_css", "body{}");
     CHECK_INT(active_iopub("comm_open", c, &p), 2);
     json_decref(c);
+    c = json_pack("{s:{s:{s:s, s:s}}}", "data", "state", "_view_module_version",
+                  "1.0.0/../../evil@1/x", "_model_module_version", "^1.5.0");
+    CHECK_INT(active_iopub("comm_open", c, &p), 1);
+    json_decref(c);
     c = json_pack("{s:{s:{s:s}}}", "data", "state", "_view_module", "jupyter-matplotlib");
     CHECK_INT(active_iopub("comm_msg", c, &p), 0);
     json_decref(c);
