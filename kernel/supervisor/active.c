@@ -97,8 +97,9 @@ static bool value_safe(const char *mime, const json_t *v, enum kind kind, bool r
 }
 
 /* The markup as the srcdoc of a sandboxed iframe: '&' and '"' escaped for the
- * attribute (and '<', '>', so that the page's own check reads no tags in it).
- * Returns a new string, NULL when out of memory. */
+ * attribute (and '<', '>', so that the page's own check reads no tags in it),
+ * NUL left out (a browser reads it as U+FFFD). Returns a new string, NULL when
+ * out of memory or past ACTIVE_MAX_FRAMED. */
 static json_t *framed(const char *s, size_t n, bool remote)
 {
     if (n > ACTIVE_MAX_FRAMED)
@@ -119,6 +120,8 @@ static json_t *framed(const char *s, size_t n, bool remote)
         const char *src = part ? s : csp;
         size_t len = part ? n : csp_len;
         for (size_t i = 0; i < len; i++) {
+            if (!src[i])
+                continue;
             const char *e = src[i] == '&'   ? "&amp;"
                             : src[i] == '"' ? "&quot;"
                             : src[i] == '<' ? "&lt;"
