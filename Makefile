@@ -25,7 +25,7 @@ BUILD    := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
-PKGS     := libzmq jansson libcrypto libseccomp sqlite3
+PKGS     := libzmq jansson libcrypto libseccomp sqlite3 libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Python's headers are not ours to keep warning-free: include them as system ones.
@@ -193,7 +193,7 @@ $(BUILD)/bench-client: $(BUILD)/tests/bench/bench_client.o $(CLIENT_OBJ) $(PROTO
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
 DEB_BUILD := gcc make pkg-config libzmq3-dev libjansson-dev libssl-dev libseccomp-dev \
-             libsqlite3-dev python3-dev clang-format
+             libsqlite3-dev libxml2-dev python3-dev clang-format
 # clang and its runtime build the fuzz harnesses (libFuzzer), for the tests only.
 DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \
@@ -285,18 +285,21 @@ format:
 
 # --- fuzzing ------------------------------------------------------------------------
 # libFuzzer harnesses (clang's) for what reads untrusted bytes: the wire splitter and
-# the signature check, the message parser, the connection file and the link codec,
+# the signature check, the message parser, the connection file, the link codec, the
+# check of outputs for active content,
 # each under AddressSanitizer and UBSan. `make fuzz` runs each for FUZZ_SECONDS and
 # keeps what it finds in build-fuzz/; `make test` replays each seed corpus once.
 FUZZ_CC      := clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := wire msg connection link load
+FUZZ_TARGETS := wire msg connection link load active
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
                 $(PKG_CFLAGS)
 LINK_SRC     := kernel/link/link.c kernel/link/frames.c kernel/prefault.c
-FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC))
+ACTIVE_SRC   := kernel/supervisor/active.c kernel/supervisor/active_html.c \
+                kernel/supervisor/active_lists.c kernel/base64.c
+FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC) $(ACTIVE_SRC))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 .SECONDARY: $(FUZZ_LIB_OBJ)
 

@@ -61,6 +61,9 @@ static const struct opt table[] = {
     {"network", OPT_ONOFF, OFF(network),
      "on|off network access for the code (default off)"},
     {"sandbox", OPT_ONOFF, OFF(sandbox), "on|off confine the worker (default on)"},
+    {"active-output", OPT_ONOFF, OFF(active_output),
+     "on|off let outputs run in the notebook's page (JavaScript, scripts and event "
+     "handlers in HTML, SVG and Markdown); off: made inert (default off)"},
     {"template", OPT_ONOFF, OFF(template),
      "on|off fork each new worker from a template that has started Python, for fast "
      "restarts (default on)"},

@@ -19,6 +19,7 @@
 
 #include "kernel/link/frames.h"
 #include "kernel/log.h"
+#include "kernel/supervisor/active.h"
 #include "kernel/supervisor/handlers.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/outbox.h"
@@ -64,6 +65,20 @@ static void lie(struct kernel *k, const char *what)
     k->io.restart_worker(k->io.ctx, why);
 }
 
+/* Nothing from the worker runs as a client's page (active.c) unless the user
+ * said so: every output and reply is made inert here, before the caps count
+ * it, so that they count what is published. */
+static void make_inert(const struct kernel *k, const char *iopub_type, json_t *content)
+{
+    if (k->opts->active_output)
+        return;
+    struct active_policy p = {.remote = k->opts->network};
+    int changed =
+        iopub_type ? active_iopub(iopub_type, content, &p) : active_reply(content, &p);
+    if (changed)
+        log_info("made %d active output value%s inert", changed, changed == 1 ? "" : "s");
+}
+
 static void worker_iopub(struct kernel *k, struct link_iopub *f,
                          const struct link_frame *raw)
 {
@@ -84,6 +99,7 @@ static void worker_iopub(struct kernel *k, struct link_iopub *f,
     json_t *parent = r ? r->msg->header : shells_recent_header(k, f->parent);
     if (!parent && !f->parent && (r = shells_running(k, NULL)))
         parent = r->msg->header;
+    make_inert(k, f->msg_type, f->content);
     if (!limits_output(k, r, parent, f->msg_type, f->content))
         return;
     if (r && strcmp(f->msg_type, "execute_result") == 0 && r->store_history) {
@@ -122,6 +138,7 @@ static void worker_reply(struct kernel *k, const struct link_reply *f)
         lie(k, "a reply to a request that its shell is not running");
         return;
     }
+    make_inert(k, NULL, f->content);
     json_t *content = limits_reply(k, sh->current, f->content);
     shells_finish(k, sh, content, f->metadata);
     json_decref(content);

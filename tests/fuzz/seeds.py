@@ -121,3 +121,18 @@ write("link", "raw-stream", b"\xff" + frame(raw_stream, ["caf\u00e9 \"q\" \\\n".
 write("link", "raw-display", b"\xff" + frame(raw_display, [b"comm", b"iVBORw0KGgo=",
                                                           "<b>\u20ac</b>".encode()]))
 write("link", "raw-not-utf8", b"\xff" + frame(raw_stream, [b"\xc0\xaf\xed\xa0\x80"]))
+
+
+# active: the first byte's lowest bit allows remote pictures; the rest is markup.
+for name, markup in (("table", b'<table border="1" class="dataframe"><tr><th>a</th>'
+                                b'<td style="color: #333">1</td></tr></table>'),
+                     ("svg", b'<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN"'
+                             b' "x.dtd"><svg xmlns:xlink="http://www.w3.org/1999/xlink"><!-- a -->'
+                             b'<defs><style type="text/css">*{stroke: none}</style></defs>'
+                             b'<g clip-path="url(#p1)"><use xlink:href="#m1" x="1"/></g></svg>'),
+                     ("handler", b'<img src=x onerror=alert(1)>'),
+                     ("comment", b'<!--><img src=x onerror=alert(1)>-->'),
+                     ("markdown", b'# T\n\n[x](javascript:alert(1)) $\\href{x}{y}$'),
+                     ("quotes", b'<b title="a &quot; b">"&amp;"</b><script>x</script>')):
+    write("active", name, b"\x00" + markup)
+    write("active", name + "-remote", b"\x01" + markup)

@@ -71,7 +71,10 @@ def images(outputs):
 # --- MIME bundles --------------------------------------------------------------------
 
 
-def test_each_repr_method_gives_its_mime_type(kernel):
+def test_each_repr_method_gives_its_mime_type(kernel_with):
+    # Every type as the code made it: JavaScript is withheld by default
+    # (tests/trusted/test_active_output.py), so this kernel lets it through.
+    kernel = kernel_with("--active-output", "on")
     png, jpeg = _pil_bytes("PNG"), _pil_bytes("JPEG")
     code = f"""
 class Everything:
@@ -318,7 +321,9 @@ print(type(h).__module__, IPython.display.display.__module__)
                                                                       "root": "root"}}
     svg = data[5]["image/svg+xml"]
     assert svg.startswith("<svg") and 'width="8"' in svg
-    assert data[6]["application/javascript"] == "1 + 1"
+    # JavaScript is withheld, and said so (tests/trusted/test_active_output.py).
+    assert "application/javascript" not in data[6]
+    assert "--active-output on" in data[6]["text/plain"]
     assert decode_image(data[7]["image/png"])[1] == (6, 4)
     assert outputs[7]["content"]["metadata"] == {"image/png": {"width": 40}}
     assert outputs[7]["content"]["transient"] == {"display_id": "img"}
