@@ -377,6 +377,40 @@ static void test_the_worker_asks_for_the_history(void)
     fake_release(&f);
 }
 
+/* One history query of the worker's is answered at a time: a second one before
+ * the worker has taken the first answer is refused with a sentence (its runtime
+ * never asks so), and the next after it is answered again. */
+static void test_one_history_query_at_a_time(void)
+{
+    struct fake f;
+    fake_init(&f);
+    history_add(&f.k.history, 1, "x = 1");
+#define QUERY                                                                            \
+    "{\"type\": \"history\", \"id\": %d, \"query\": {\"hist_access_type\": \"tail\", "   \
+    "\"n\": 10}}"
+    char text[160];
+    f.not_reading = true;
+    for (int id = 1; id <= 3; id++) {
+        snprintf(text, sizeof text, QUERY, id);
+        fake_worker_text(&f, text);
+        const json_t *r = fake_last_frame(&f, LINK_HISTORY_REPLY);
+        REQUIRE(r != NULL);
+        CHECK_INT(json_integer_value(json_object_get(r, "id")), id);
+        CHECK((json_object_get(r, "history") != NULL) == (id == 1));
+        const char *e = json_string_value(json_object_get(r, "error"));
+        if (id > 1)
+            CHECK(e && strstr(e, "one is answered at a time") != NULL);
+    }
+    f.written = f.queued; /* the worker has read it all */
+    snprintf(text, sizeof text, QUERY, 4);
+    fake_worker_text(&f, text);
+    CHECK(json_object_get(fake_last_frame(&f, LINK_HISTORY_REPLY), "history") != NULL);
+    CHECK_INT(f.k.bad_frames, 0);
+    CHECK_INT(f.nrestarts, 0);
+    fake_release(&f);
+#undef QUERY
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_supervisor_answers_between_busy_and_idle),
     TESTING_CASE(test_unknown_request_gets_an_error_reply),
@@ -391,6 +425,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_input_goes_to_the_request_that_asked),
     TESTING_CASE(test_a_lost_worker_answers_every_running_request),
     TESTING_CASE(test_the_worker_asks_for_the_history),
+    TESTING_CASE(test_one_history_query_at_a_time),
     {0},
 };
 
