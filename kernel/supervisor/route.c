@@ -73,7 +73,11 @@ static void worker_iopub(struct kernel *k, struct link_iopub *f,
     json_t *parent = r ? r->msg->header : shells_recent_header(k, f->parent);
     if (!parent && !f->parent && (r = shells_running(k, NULL)))
         parent = r->msg->header;
-    if (!limits_output(k, r, parent, f->msg_type, f->content))
+    size_t bytes = 0;
+    for (size_t i = 0; i < nbuffers; i++)
+        bytes += raw->buffers[i].len;
+    json_t *metadata = f->metadata;
+    if (!limits_output(k, r, parent, f->msg_type, f->content, &metadata, bytes))
         return;
     if (r && strcmp(f->msg_type, "execute_result") == 0 && r->store_history) {
         const char *text = json_string_value(
@@ -82,7 +86,7 @@ static void worker_iopub(struct kernel *k, struct link_iopub *f,
             history_set_output(&k->history, r->execution_count, text);
     }
     json_t *c = json_incref(f->content);
-    outbox_publish_full(k, parent, f->msg_type, &c, f->metadata, raw->buffers, nbuffers);
+    outbox_publish_full(k, parent, f->msg_type, &c, metadata, raw->buffers, nbuffers);
 }
 
 static void worker_hello(struct kernel *k, const struct link_hello *f)
@@ -111,8 +115,9 @@ static void worker_reply(struct kernel *k, const struct link_reply *f)
         lie(k, "a reply to a request that its shell is not running");
         return;
     }
-    json_t *content = limits_reply(k, sh->current, f->content);
-    shells_finish(k, sh, content, f->metadata);
+    const json_t *metadata = f->metadata;
+    json_t *content = limits_reply(k, sh->current, f->content, &metadata);
+    shells_finish(k, sh, content, metadata);
     json_decref(content);
 }
 
