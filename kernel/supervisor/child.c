@@ -6,7 +6,12 @@
  * before fork. The child leaves the supervisor's process group, so that a
  * SIGINT sent to the whole group (interrupt_mode "signal") reaches it once,
  * forwarded by the supervisor, not twice; and it asks to be killed if the
- * supervisor dies, so that no worker outlives its kernel. */
+ * supervisor dies, so that no worker outlives its kernel.
+ *
+ * What the supervisor queues for the worker is bounded by the worker's reading
+ * it: past OUT_HIGH bytes waiting, the link is not read, so a worker whose code
+ * asks (a history query) without reading stops being heard; the frames it sent
+ * meanwhile wait in the reader, and are routed once it has read. */
 #include "kernel/supervisor/child.h"
 
 #include <errno.h>

@@ -23,9 +23,14 @@
  *
  * Output is counted twice over, text and images apart: a chart is 20 to 100 kB,
  * so a cap meant for text (the agent profile's 10,000 bytes) would drop every
- * one. Output that belongs to no running request (a thread that outlived its
- * cell, or a parent forged by the code) is counted too, against the same caps
- * per minute for the whole kernel, so that late output is no way round them.
+ * one. Every byte of every message counts, the parts a notebook does not show
+ * (metadata, transient, a comm's state, buffers, a reply's payload) as much as
+ * the rest, and an image is what holds one (sizes.c), not what its key says.
+ * Output that belongs to no running request (a thread that outlived its cell, a
+ * comm between cells, or a parent forged by the code) is counted too, against
+ * the same caps per minute for the whole kernel, so that late output is no way
+ * round them; and every message counts against a rate for the whole kernel, so
+ * that many small ones (clear_output) are no way round them either.
  *
  * A thread that a cell leaves running is out of reach of the cell's time limit.
  * While no request runs, what the worker uses of the CPU is that thread's (the
