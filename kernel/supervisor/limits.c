@@ -328,8 +328,14 @@ void limits_interrupt_all(struct kernel *k, const char *reason)
         interrupt_shell(k, &k->shells[i], false);
 }
 
+/* Whether add more bytes of text (or images) are past the cap (0: none). */
 static bool over(const struct request_output *c, unsigned long cap, bool images,
-                 size_t add);
+                 size_t add)
+{
+    unsigned long sent = images ? c->images : c->text;
+    unsigned long dropped = images ? c->images_dropped : c->text_dropped;
+    return cap && add && (dropped || sent + add > cap);
+}
 
 /* What of a cell's reply counts as its output: every member but its status and
  * counts, empty ones as nothing (an ordinary reply adds nothing). */
@@ -528,14 +534,6 @@ static size_t stream_extras(const json_t *content)
             n += strlen(key) + 4 + sizes_json(v);
     }
     return n;
-}
-
-static bool over(const struct request_output *c, unsigned long cap, bool images,
-                 size_t add)
-{
-    unsigned long sent = images ? c->images : c->text;
-    unsigned long dropped = images ? c->images_dropped : c->text_dropped;
-    return cap && add && (dropped || sent + add > cap);
 }
 
 /* Counts one message against caps of text and image bytes (0: none) in c: its
