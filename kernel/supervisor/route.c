@@ -28,6 +28,8 @@
  * this, the worker is restarted. A worker whose code does not write to the link
  * sends none (a subshell deleted while its request ran may leave one). */
 #define ROUTE_MAX_LIES 10
+/* The longest prompt of an input request that reaches the client. */
+#define ROUTE_MAX_PROMPT (16u << 10)
 
 static void bad_frame(struct kernel *k, const char *what)
 {
@@ -128,7 +130,27 @@ static void worker_input_request(struct kernel *k, const struct link_input_reque
         bad_frame(k, "an input request with no request running");
         return;
     }
-    json_t *c = json_incref(f->content);
+    /* The runtime asks only for a request whose client takes input, and once
+     * until it is answered; the client gets a prompt and a flag, no more. */
+    if (!json_is_true(json_object_get(r->msg->content, "allow_stdin"))) {
+        bad_frame(k, "an input request for a request whose client takes no input");
+        return;
+    }
+    if (r->input_id[0]) {
+        bad_frame(k, "an input request while one is waiting for its answer");
+        return;
+    }
+    const char *prompt = json_string_value(json_object_get(f->content, "prompt"));
+    size_t len = prompt ? json_string_length(json_object_get(f->content, "prompt")) : 0;
+    if (len > ROUTE_MAX_PROMPT) {
+        len = ROUTE_MAX_PROMPT;
+        while (len > 0 && ((unsigned char)prompt[len] & 0xC0) == 0x80)
+            len--; /* do not split a UTF-8 sequence */
+    }
+    json_t *c = json_pack("{s:s%, s:b}", "prompt", prompt ? prompt : "", len, "password",
+                          json_is_true(json_object_get(f->content, "password")));
+    if (!c)
+        return;
     if (outbox_input_request(k, r, &c, r->input_id, sizeof r->input_id) != 0)
         r->input_id[0] = 0;
 }
