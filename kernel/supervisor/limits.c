@@ -332,8 +332,8 @@ void limits_interrupt_all(struct kernel *k, const char *reason)
 static bool over(const struct request_output *c, unsigned long cap, bool images,
                  size_t add)
 {
-    unsigned long sent = images ? c->images : c->text;
-    unsigned long dropped = images ? c->images_dropped : c->text_dropped;
+    unsigned long sent = images ? c->images : c->text,
+                  dropped = images ? c->images_dropped : c->text_dropped;
     return cap && add && (dropped || sent + add > cap);
 }
 
@@ -427,20 +427,6 @@ static bool is_display(const char *type)
            strcmp(type, "update_display_data") == 0;
 }
 
-/* The bytes of a display's images (values that hold one: sizes_is_image). */
-static size_t image_bytes(const json_t *content)
-{
-    size_t n = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(json_object_get(content, "data"), key, v)
-    {
-        if (sizes_is_image(key, v))
-            n += json_string_length(v);
-    }
-    return n;
-}
-
 /* Takes the images (or all but them) out of a display's data; true if something
  * is left. */
 static bool drop_parts(json_t *content, bool images)
@@ -522,15 +508,17 @@ static bool cut_stream(struct request_output *c, unsigned long cap, json_t *cont
     return room > 0;
 }
 
-/* What a stream holds besides its name and text (nothing, from the runtime). */
+/* What a stream holds but its text and a name of stdout or stderr: nothing, usually. */
 static size_t stream_extras(const json_t *content)
 {
     size_t n = 0;
-    const char *key;
+    const char *key, *name;
     json_t *v;
     json_object_foreach((json_t *)content, key, v)
     {
-        if (strcmp(key, "name") != 0 && strcmp(key, "text") != 0)
+        name = strcmp(key, "name") == 0 ? json_string_value(v) : NULL;
+        if (strcmp(key, "text") != 0 &&
+            !(name && (strcmp(name, "stdout") == 0 || strcmp(name, "stderr") == 0)))
             n += strlen(key) + 4 + sizes_json(v);
     }
     return n;
@@ -561,7 +549,7 @@ static bool count_output(struct request_output *c, unsigned long text_cap,
         return true;
     }
     size_t total = sizes_json(content) + extra;
-    size_t images = is_display(type) ? image_bytes(content) : 0, text = total - images;
+    size_t images = is_display(type) ? sizes_images(content) : 0, text = total - images;
     if (!over(c, text_cap, false, text)) {
         if (!over(c, image_cap, true, images)) {
             c->text += text;

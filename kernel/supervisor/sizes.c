@@ -149,3 +149,16 @@ bool sizes_is_image(const char *mime, const json_t *v)
         return starts(b, n, "BM", 2);
     return false;
 }
+
+size_t sizes_images(const json_t *content)
+{
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(content, "data"), key, v)
+    {
+        if (sizes_is_image(key, v))
+            n += json_string_length(v);
+    }
+    return n;
+}

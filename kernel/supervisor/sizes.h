@@ -20,4 +20,8 @@ size_t sizes_json(const json_t *v);
  * under an image/ key or not, is text. */
 bool sizes_is_image(const char *mime, const json_t *v);
 
+/* The bytes of the images in a display's content (its "data" values that hold
+ * one), or 0. */
+size_t sizes_images(const json_t *content);
+
 #endif

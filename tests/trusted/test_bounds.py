@@ -128,6 +128,9 @@ def late_messages(k, seconds):
      "from sandpit.display import display\n"
      "for i in range(10):\n"
      "    display({'image/svg+xml': 'x' * 1000000}, raw=True)\n"),
+    ("a stream with a long name",
+     "for i in range(10):\n"
+     "    forge('stream', {'name': 'n' * 1000000, 'text': 'a'})\n"),
     ("a stream with more than its text",
      "for i in range(10):\n"
      "    forge('stream', {'name': 'stdout', 'text': 'a', 'junk': 'x' * 1000000})\n"),
@@ -326,3 +329,32 @@ def test_history_queries_without_reading_do_not_grow_the_supervisor(plain):
                     "print(len(link.history({'hist_access_type': 'tail', 'n': 3,\n"
                     "                        'raw': True, 'output': False})))")
     assert out == "3\n"
+
+
+def test_input_requests_are_bounded(capped):
+    """100 forged input requests of 1 MB each: the client gets one, with a prompt
+    of at most 16 KiB and nothing else; none for a cell whose client takes no
+    input."""
+    code = ("frame = {'type': 'input_request', 'parent': _request.current().msg_id,\n"
+            "         'content': {'prompt': 'p' * 1000000, 'password': False,\n"
+            "                     'junk': 'j' * 100000}}\n"
+            "for i in range(100):\n"
+            "    _sandpit.send(json.dumps(frame).encode())\n"
+            "print('ran to the end')")
+    for allow in (True, False):
+        msg_id = capped.kc.execute(code, allow_stdin=allow)
+        reply = capped.shell_reply(msg_id, timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        asked = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                asked.append(capped.kc.get_stdin_msg(timeout=0.2))
+            except queue.Empty:
+                pass
+        capped.iopub_until_idle(msg_id)
+        assert len(asked) == (1 if allow else 0), len(asked)
+        if allow:
+            assert sorted(asked[0]["content"]) == ["password", "prompt"]
+            assert len(asked[0]["content"]["prompt"]) == 16 << 10
+    assert_answers(capped)
