@@ -562,9 +562,9 @@ static bool count_output(struct request_output *c, unsigned long text_cap,
             c->text += text;
         return left;
     }
-    if (images && !over(c, image_cap, true, images + buffers)) {
+    if (images && !buffers && !over(c, image_cap, true, images)) {
         *metadata = NULL;
-        size_t slim = keep_images(content) + buffers;
+        size_t slim = keep_images(content);
         c->text_dropped += total > slim ? total - slim : 0;
         c->images += slim;
         return true;

@@ -104,6 +104,10 @@ def late_messages(k, seconds):
      "for i in range(10):\n"
      "    forge('error', {'ename': 'E', 'evalue': 'v' * 1000000,\n"
      "                    'traceback': ['t' * 1000]})\n"),
+    ("display buffers beside an image",
+     "for i in range(10):\n"
+     "    forge('display_data', {'data': {'image/png': 'iVBORw0KGgo', 'text/plain': 'x'},\n"
+     "                           'metadata': {}}, buffers=[b'z' * 1000000])\n"),
     ("display metadata",
      "for i in range(10):\n"
      "    forge('display_data', {'data': {'text/plain': 'x'},\n"
