@@ -6,7 +6,12 @@
  * before fork. The child leaves the supervisor's process group, so that a
  * SIGINT sent to the whole group (interrupt_mode "signal") reaches it once,
  * forwarded by the supervisor, not twice; and it asks to be killed if the
- * supervisor dies, so that no worker outlives its kernel. */
+ * supervisor dies, so that no worker outlives its kernel.
+ *
+ * What the supervisor queues for the worker is bounded by the worker's reading
+ * it: past OUT_HIGH bytes waiting, the link is not read, so a worker whose code
+ * asks (a history query) without reading stops being heard; the frames it sent
+ * meanwhile wait in the reader, and are routed once it has read. */
 #include "kernel/supervisor/child.h"
 
 #include <errno.h>
@@ -34,6 +39,10 @@
 #define READ_TURNS    64 /* reads of the link per event, so a flood cannot hold the loop */
 #define TRIM_AFTER    (1u << 20) /* a frame this large: give freed memory back after it */
 #define TRIM_IDLE_S   0.5        /* ... once no large frame has come for this long */
+/* Bytes queued for the worker past which its link is not read: what it asks for
+ * (a history query's answer) waits in this buffer until it reads, so a worker
+ * that asks and never reads stops being heard rather than growing it. */
+#define OUT_HIGH (8u << 20)
 
 /* The read end of a worker's fd 2, relayed line by line to the kernel's log. */
 struct logpipe {
@@ -63,9 +72,10 @@ struct child {
     struct link_reader reader;
     unsigned char *out; /* bytes not yet written to the link */
     size_t out_len, out_cap;
-    double started_at;            /* monotonic seconds */
-    bool link_closed;             /* the link closed before the process ended */
-    struct logpipe log;           /* the running worker's (or the last one's) */
+    unsigned long long queued, written; /* bytes ever queued; ever written or dropped */
+    double started_at;                  /* monotonic seconds */
+    bool link_closed;                   /* the link closed before the process ended */
+    struct logpipe log;                 /* the running worker's (or the last one's) */
     long long trim_timer;         /* gives memory back once large frames stop; 0: none */
     struct sandbox_cgroup cgroup; /* the running worker's group */
     struct sandbox_cgroup retired[CHILD_RETIRED]; /* stopped workers', until reaped */
@@ -327,6 +337,7 @@ static void close_link(struct child *c)
     close(c->fd);
     c->fd = -1;
     c->fd_event = 0;
+    c->written += c->out_len;
     c->out_len = 0;
     shrink_out(c);
     c->reader.off = c->reader.len = 0;
@@ -346,11 +357,14 @@ static int flush_out(struct child *c)
         }
         memmove(c->out, c->out + n, c->out_len - (size_t)n);
         c->out_len -= (size_t)n;
+        c->written += (size_t)n;
     }
     shrink_out(c);
-    /* Wait for the link to be writable only while something is waiting. */
+    /* Wait for the link to be writable only while something is waiting, and
+     * readable only while the worker takes what is written to it. */
     loop_set_events(c->loop, c->fd_event,
-                    LOOP_READABLE | (c->out_len ? LOOP_WRITABLE : 0));
+                    (c->out_len < OUT_HIGH ? LOOP_READABLE : 0) |
+                        (c->out_len ? LOOP_WRITABLE : 0));
     return 0;
 }
 
@@ -381,10 +395,34 @@ static void give_back(struct child *c, size_t largest)
     c->trim_timer = id > 0 ? id : 0;
 }
 
+/* Hands the whole frames the reader holds to the callback, while the worker
+ * takes what is written to it. 0, 1 when the handler stopped the link (maybe
+ * started another), or the reader's error. */
+static int route_frames(struct child *c, size_t *largest)
+{
+    struct link_frame f;
+    int rc = 0;
+    long long event = c->fd_event;
+    while (c->out_len < OUT_HIGH && (rc = link_reader_next(&c->reader, &f)) == 1) {
+        size_t size = f.json_len;
+        for (size_t i = 0; i < f.nbuffers; i++)
+            size += f.buffers[i].len;
+        if (size > *largest)
+            *largest = size;
+        c->ev.frame(c->ev.data, &f);
+        link_frame_release(&f);
+        if (c->fd_event != event)
+            return 1; /* stopped, maybe started again, by the frame's handler */
+    }
+    return rc < 0 ? rc : 0;
+}
+
 static void read_link(struct child *c)
 {
     size_t largest = 0;
-    for (int turn = 0; turn < READ_TURNS && c->fd >= 0; turn++) {
+    int rc = route_frames(c, &largest); /* those held back while it did not read */
+    for (int turn = 0; !rc && turn < READ_TURNS && c->fd >= 0 && c->out_len < OUT_HIGH;
+         turn++) {
         ssize_t n = link_reader_fill(&c->reader, c->fd);
         if (n == -EAGAIN || n == -EINTR)
             break;
@@ -397,36 +435,19 @@ static void read_link(struct child *c)
                 kill(c->pid, SIGKILL);
             return;
         }
-        struct link_frame f;
-        int rc;
-        long long event = c->fd_event;
-        while ((rc = link_reader_next(&c->reader, &f)) == 1) {
-            size_t size = f.json_len;
-            for (size_t i = 0; i < f.nbuffers; i++)
-                size += f.buffers[i].len;
-            if (size > largest)
-                largest = size;
-            c->ev.frame(c->ev.data, &f);
-            link_frame_release(&f);
-            if (c->fd_event != event) {
-                give_back(c, largest);
-                return; /* stopped, maybe started again, by the frame's handler */
-            }
-        }
-        if (rc < 0) {
-            char what[160];
-            if (rc == -EMSGSIZE)
-                snprintf(what, sizeof what,
-                         "sent a message of %zu bytes, more than the %zu bytes this "
-                         "kernel accepts from it (its output limits and a margin)",
-                         link_reader_pending_size(&c->reader), c->reader.max_frame);
-            else
-                snprintf(what, sizeof what, "sent a corrupt message");
-            log_error("the worker %s; restarting it", what);
-            c->ev.corrupt(c->ev.data, what);
-            give_back(c, largest);
-            return;
-        }
+        rc = route_frames(c, &largest);
+    }
+    if (rc < 0) {
+        char what[160];
+        if (rc == -EMSGSIZE)
+            snprintf(what, sizeof what,
+                     "sent a message of %zu bytes, more than the %zu bytes this "
+                     "kernel accepts from it (its output limits and a margin)",
+                     link_reader_pending_size(&c->reader), c->reader.max_frame);
+        else
+            snprintf(what, sizeof what, "sent a corrupt message");
+        log_error("the worker %s; restarting it", what);
+        c->ev.corrupt(c->ev.data, what);
     }
     give_back(c, largest);
 }
@@ -441,7 +462,10 @@ static void on_link(struct loop *l, long long id, int events, void *data)
         if (rc)
             log_warn("cannot write to the worker: %s", strerror(-rc));
     }
-    if (events & LOOP_READABLE)
+    /* Frames held back while the worker was not reading are routed once it
+     * has taken its answers, whether or not more have come. */
+    if ((events & LOOP_READABLE) ||
+        (c->fd >= 0 && c->out_len < OUT_HIGH && c->reader.len > c->reader.off))
         read_link(c);
 }
 
@@ -620,6 +644,7 @@ static void adopt(struct child *c, struct proc *p)
     c->state = CHILD_STARTING;
     c->started_at = monotime_now();
     c->link_closed = false;
+    c->written += c->out_len;
     c->out_len = 0;
     c->reader.off = c->reader.len = 0;
     p->pid = 0;
@@ -768,6 +793,7 @@ int child_send(struct child *c, const char *json, size_t len,
     }
     memcpy(c->out + c->out_len, frame, flen);
     c->out_len += flen;
+    c->queued += flen;
     free(frame);
     return flush_out(c);
 }
@@ -836,6 +862,16 @@ double child_cpu_seconds(const struct child *c)
         return -1;
     long hz = sysconf(_SC_CLK_TCK);
     return (double)(utime + stime) / (double)(hz > 0 ? hz : 100);
+}
+
+unsigned long long child_queued(const struct child *c)
+{
+    return c->queued;
+}
+
+unsigned long long child_written(const struct child *c)
+{
+    return c->written;
 }
 
 bool child_link_closed(const struct child *c)

@@ -96,6 +96,14 @@ void child_stop(struct child *c);
 int child_send(struct child *c, const char *json, size_t len,
                const struct wire_frame *buffers, size_t nbuffers);
 
+/* Bytes ever queued for workers by child_send, and of those, bytes written to
+ * their links or dropped with them (both only grow, over every worker): an
+ * answer queued when child_queued was Q has been taken once child_written
+ * reaches Q. While more than a few MiB wait, the link is not read: a worker
+ * that asks without reading stops being heard. */
+unsigned long long child_queued(const struct child *c);
+unsigned long long child_written(const struct child *c);
+
 /* The worker's process has been reaped: the link is closed and the pid
  * forgotten, with no signal (the pid may already be another process's). */
 void child_exited(struct child *c);

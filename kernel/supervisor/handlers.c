@@ -114,23 +114,44 @@ void handlers_history(struct kernel *k, struct request *req)
     outbox_reply(k, req, "history_reply", &c, NULL);
 }
 
+/* Whether the worker has not yet taken the answer to its last history query:
+ * its runtime asks one at a time and waits for each answer, so a second query
+ * meanwhile comes from code that writes to the link, and asking without reading
+ * would queue answers of up to HANDLERS_WORKER_HISTORY_BYTES each. */
+static bool history_answer_pending(struct kernel *k)
+{
+    return k->io.worker_written && k->io.worker_written(k->io.ctx) < k->history_mark;
+}
+
 void handlers_worker_history(struct kernel *k, const struct link_history *f)
 {
     char err[256];
     struct history_query q;
-    json_t *list = history_query_parse(f->query, &q, err, sizeof err) == 0
-                       ? history_query(&k->history, &q, HANDLERS_WORKER_HISTORY_ENTRIES,
-                                       HANDLERS_WORKER_HISTORY_BYTES, err, sizeof err)
-                       : NULL;
-    if (!list)
+    json_t *list = NULL;
+    if (history_answer_pending(k)) {
+        snprintf(err, sizeof err,
+                 "the kernel is still sending the answer to an earlier history query; "
+                 "one is answered at a time");
+        unsigned long n = ++k->history_refused;
+        if ((n & (n - 1)) == 0) /* the 1st, 2nd, 4th...: a flood is not logged in full */
+            log_warn("the worker asked for the history before it took the last answer "
+                     "(%lu times)",
+                     n);
+    } else if (history_query_parse(f->query, &q, err, sizeof err) == 0) {
+        list = history_query(&k->history, &q, HANDLERS_WORKER_HISTORY_ENTRIES,
+                             HANDLERS_WORKER_HISTORY_BYTES, err, sizeof err);
+        if (!list)
+            log_info("the worker's history query was refused: %s", err);
+    } else {
         log_info("the worker's history query was refused: %s", err);
+    }
     json_t *w = link_history_reply_build(
         &(struct link_history_reply){.id = f->id,
                                      .history = list,
                                      .error = list ? NULL : err,
                                      .session = k->history.session});
-    if (w)
-        k->io.to_worker(k->io.ctx, w, NULL);
+    if (w && k->io.to_worker(k->io.ctx, w, NULL) == 0 && list && k->io.worker_queued)
+        k->history_mark = k->io.worker_queued(k->io.ctx);
     json_decref(w);
     json_decref(list);
 }

@@ -58,6 +58,10 @@ struct kernel_io {
     void (*restart_worker)(void *ctx, const char *why);
     /* The CPU time the worker has used so far, in seconds, or -1 if unknown. */
     double (*worker_cpu)(void *ctx);
+    /* Bytes ever queued for the worker, and of those, ever taken by it (or
+     * dropped with its link): see child_queued. NULL: not known. */
+    unsigned long long (*worker_queued)(void *ctx);
+    unsigned long long (*worker_written)(void *ctx);
 };
 
 /* What limits.c keeps for the whole kernel rather than for one request. */
@@ -67,6 +71,10 @@ struct kernel_limits {
     double late_since;
     struct request_output late;
     bool late_told; /* the window's notice has been published */
+    /* Messages from the worker, at most LIMITS_RATE a second after a burst of
+     * LIMITS_BURST: rate_used of the burst is used, given back with time since
+     * rate_at. */
+    double rate_used, rate_at;
     /* The worker's CPU time while none of its requests runs: a bucket of
      * background_left seconds, refilled with time, drained by that CPU. */
     long long background_timer; /* the next look at the worker's CPU time; 0: none */
@@ -102,7 +110,11 @@ struct kernel {
     unsigned long lies;       /* of those, from the running worker, claiming a request
                                  it does not run (route.c) */
     struct kernel_limits limits;
-    bool loader_pages_released; /* after the first cell's reply (loadpages.h) */
+    /* The worker's last history answer is taken once worker_written reaches
+     * this (handlers.c: one query answered at a time). */
+    unsigned long long history_mark;
+    unsigned long history_refused; /* queries refused while one was answered */
+    bool loader_pages_released;    /* after the first cell's reply (loadpages.h) */
 };
 
 /* Sets up k for the options (borrowed) with a new session, in the history's

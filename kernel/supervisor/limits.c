@@ -23,9 +23,14 @@
  *
  * Output is counted twice over, text and images apart: a chart is 20 to 100 kB,
  * so a cap meant for text (the agent profile's 10,000 bytes) would drop every
- * one. Output that belongs to no running request (a thread that outlived its
- * cell, or a parent forged by the code) is counted too, against the same caps
- * per minute for the whole kernel, so that late output is no way round them.
+ * one. Every byte of every message counts, the parts a notebook does not show
+ * (metadata, transient, a comm's state, buffers, a reply's payload) as much as
+ * the rest, and an image is what holds one (sizes.c), not what its key says.
+ * Output that belongs to no running request (a thread that outlived its cell, a
+ * comm between cells, or a parent forged by the code) is counted too, against
+ * the same caps per minute for the whole kernel, so that late output is no way
+ * round them; and every message counts against a rate for the whole kernel, so
+ * that many small ones (clear_output) are no way round them either.
  *
  * A thread that a cell leaves running is out of reach of the cell's time limit.
  * While no request runs, what the worker uses of the CPU is that thread's (the
@@ -45,6 +50,7 @@
 #include "kernel/log.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
+#include "kernel/supervisor/sizes.h"
 
 /* The shortest and longest wait between two looks at the worker's CPU time. */
 #define BACKGROUND_LOOK_MIN_S 0.25
@@ -322,11 +328,81 @@ void limits_interrupt_all(struct kernel *k, const char *reason)
         interrupt_shell(k, &k->shells[i], false);
 }
 
-json_t *limits_reply(struct kernel *k, struct request *r, const json_t *content)
+/* Whether add more bytes of text (or images) are past the cap (0: none). */
+static bool over(const struct request_output *c, unsigned long cap, bool images,
+                 size_t add)
 {
+    unsigned long sent = images ? c->images : c->text,
+                  dropped = images ? c->images_dropped : c->text_dropped;
+    return cap && add && (dropped || sent + add > cap);
+}
+
+/* What of a cell's reply counts as its output: every member but its status and
+ * counts, empty ones as nothing (an ordinary reply adds nothing). */
+static size_t reply_size(const json_t *content)
+{
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)content, key, v)
+    {
+        if (strcmp(key, "status") == 0 || strcmp(key, "execution_count") == 0 ||
+            strcmp(key, "sandpit_dropped") == 0 ||
+            (json_is_array(v) && !json_array_size(v)) ||
+            (json_is_object(v) && !json_object_size(v)))
+            continue;
+        n += strlen(key) + 4 + sizes_json(v);
+    }
+    return n;
+}
+
+/* A cell's reply past the text cap: its pager payload, traceback and user
+ * expressions go, its error keeps its name and the start of its value. */
+static json_t *cut_reply(struct request *r, const json_t *content)
+{
+    static const char *const keep[] = {"status", "execution_count", "sandpit_dropped"};
+    json_t *c = json_object();
+    if (!c)
+        return NULL;
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        json_t *v = json_object_get(content, keep[i]);
+        if (v && !json_is_object(v) && !json_is_array(v))
+            json_object_set(c, keep[i], v);
+    }
+    const char *ename = json_string_value(json_object_get(content, "ename"));
+    const char *evalue = json_string_value(json_object_get(content, "evalue"));
+    if (ename)
+        json_object_set_new(c, "ename", json_stringn(ename, strnlen(ename, 120)));
+    if (evalue)
+        json_object_set_new(c, "evalue", json_stringn(evalue, strnlen(evalue, 500)));
+    if (ename || evalue)
+        json_object_set_new(c, "traceback", json_array());
+    json_object_set_new(c, "payload", json_array());
+    json_object_set_new(c, "user_expressions", json_object());
+    size_t before = reply_size(content), after = reply_size(c);
+    r->output.text += after;
+    r->output.text_dropped += before > after ? before - after : 0;
+    return c;
+}
+
+json_t *limits_reply(struct kernel *k, struct request *r, const json_t *content,
+                     const json_t **metadata)
+{
+    if (sizes_json(*metadata) > LIMITS_REPLY_METADATA) {
+        log_warn("dropped the metadata of a reply from the worker: over %d bytes",
+                 LIMITS_REPLY_METADATA);
+        *metadata = NULL;
+    }
     const char *status = json_string_value(json_object_get(content, "status"));
-    if (r->execute || !r->interrupted_for_timeout ||
-        (status && strcmp(status, "ok") == 0))
+    if (r->execute) {
+        size_t size = reply_size(content);
+        if (!over(&r->output, k->opts->max_output, false, size)) {
+            r->output.text += size;
+            return json_incref((json_t *)content);
+        }
+        return cut_reply(r, content);
+    }
+    if (!r->interrupted_for_timeout || (status && strcmp(status, "ok") == 0))
         return json_incref((json_t *)content);
     /* The worker's answer says only that something interrupted its handler. */
     char why[256];
@@ -344,27 +420,11 @@ json_t *limits_reply(struct kernel *k, struct request *r, const json_t *content)
 
 /* --- output ---------------------------------------------------------------------- */
 
-static int add_size(const char *buffer, size_t size, void *data)
+/* Whether a message of this kind of output is a display (data by MIME type). */
+static bool is_display(const char *type)
 {
-    (void)buffer;
-    *(size_t *)data += size;
-    return 0;
-}
-
-/* The bytes of one MIME value: a string's own, anything else (application/json)
- * as JSON text, without making that text. */
-static size_t value_size(const json_t *v)
-{
-    if (json_is_string(v))
-        return json_string_length(v);
-    size_t n = 0;
-    json_dump_callback(v, add_size, &n, JSON_COMPACT | JSON_ENCODE_ANY);
-    return n;
-}
-
-static bool is_image(const char *mime)
-{
-    return strncmp(mime, "image/", 6) == 0;
+    return strcmp(type, "display_data") == 0 || strcmp(type, "execute_result") == 0 ||
+           strcmp(type, "update_display_data") == 0;
 }
 
 /* Takes the images (or all but them) out of a display's data; true if something
@@ -376,10 +436,58 @@ static bool drop_parts(json_t *content, bool images)
     void *tmp;
     json_object_foreach_safe(data, tmp, key, v)
     {
-        if (is_image(key) == images)
+        if (sizes_is_image(key, v) == images)
             json_object_del(data, key);
     }
     return json_object_size(data) > 0;
+}
+
+/* A display whose text is over the cap keeps its images and what they need to
+ * show (their own short metadata, the display's id), nothing else. Returns the
+ * size of what is left. */
+static size_t keep_images(json_t *content)
+{
+    drop_parts(content, false);
+    json_t *data = json_object_get(content, "data");
+    json_t *md = json_object_get(content, "metadata"), *kept = json_object();
+    json_t *id = json_object_get(json_object_get(content, "transient"), "display_id");
+    const char *key;
+    json_t *v;
+    json_object_foreach(md, key, v)
+    {
+        if (json_object_get(data, key) && sizes_json(v) <= 256)
+            json_object_set(kept, key, v);
+    }
+    json_t *slim = json_pack("{s:O, s:o}", "data", data, "metadata", kept);
+    if (slim && json_is_string(id) && json_string_length(id) <= LINK_ID_MAX)
+        json_object_set_new(slim, "transient", json_pack("{s:O}", "display_id", id));
+    json_object_clear(content);
+    if (slim)
+        json_object_update(content, slim);
+    json_decref(slim);
+    return sizes_json(content);
+}
+
+/* An error past the cap goes through once, cut to its name and the start of
+ * its value (what the reply says too); the bytes it loses are dropped. */
+static size_t cut_error(json_t *content)
+{
+    size_t before = sizes_json(content);
+    const char *ename = json_string_value(json_object_get(content, "ename"));
+    const char *evalue = json_string_value(json_object_get(content, "evalue"));
+    size_t elen = ename ? strnlen(ename, 120) : 0,
+           vlen = evalue ? strnlen(evalue, 500) : 0;
+    char line[640];
+    snprintf(line, sizeof line, "%.*s: %.*s", (int)elen, ename ? ename : "", (int)vlen,
+             evalue ? evalue : "");
+    json_t *cut = json_pack("{s:s#, s:s#, s:[s]}", "ename", ename ? ename : "", elen,
+                            "evalue", evalue ? evalue : "", vlen, "traceback", line);
+    json_object_clear(content);
+    if (cut)
+        json_object_update(content, cut);
+    json_decref(cut);
+    size_t after = sizes_json(content);
+    return before > after ? before - after : 0;
 }
 
 /* Cuts a stream that crosses the text cap at it, on a character boundary; false
@@ -387,8 +495,10 @@ static bool drop_parts(json_t *content, bool images)
 static bool cut_stream(struct request_output *c, unsigned long cap, json_t *content,
                        size_t len)
 {
-    size_t room = c->text_dropped ? 0 : cap - c->text;
+    size_t room = c->text_dropped || c->text >= cap ? 0 : cap - c->text;
     const char *s = json_string_value(json_object_get(content, "text"));
+    if (room > len)
+        room = len;
     while (room > 0 && ((unsigned char)s[room] & 0xC0) == 0x80)
         room--; /* do not split a UTF-8 sequence */
     c->text += room;
@@ -398,52 +508,82 @@ static bool cut_stream(struct request_output *c, unsigned long cap, json_t *cont
     return room > 0;
 }
 
-/* Counts one message against caps of text and image bytes (0: none) in c.
- * Returns false when it must be dropped. Output stops at a cap: once something
- * was dropped, what follows of that kind is too. A display keeps the part that
- * fits: its images when its text is over the cap, its text when its images are. */
-static bool count_output(struct request_output *c, unsigned long text_cap,
-                         unsigned long image_cap, const char *type, json_t *content)
+/* What a stream holds but its text and a name of stdout or stderr: nothing, usually. */
+static size_t stream_extras(const json_t *content)
 {
-    size_t text = 0, images = 0;
-    if (strcmp(type, "stream") == 0) {
-        text = json_string_length(json_object_get(content, "text"));
-        if (text_cap && text && (c->text_dropped || c->text + text > text_cap))
-            return cut_stream(c, text_cap, content, text);
-        c->text += text;
-        return true;
-    }
-    if (strcmp(type, "display_data") != 0 && strcmp(type, "execute_result") != 0 &&
-        strcmp(type, "update_display_data") != 0)
-        return true;
-    const char *key;
+    size_t n = 0;
+    const char *key, *name;
     json_t *v;
-    json_object_foreach(json_object_get(content, "data"), key, v)
+    json_object_foreach((json_t *)content, key, v)
     {
-        if (is_image(key))
-            images += value_size(v);
-        else
-            text += value_size(v);
+        name = strcmp(key, "name") == 0 ? json_string_value(v) : NULL;
+        if (strcmp(key, "text") != 0 &&
+            !(name && (strcmp(name, "stdout") == 0 || strcmp(name, "stderr") == 0)))
+            n += strlen(key) + 4 + sizes_json(v);
     }
-    bool left = true;
-    if (text_cap && text && (c->text_dropped || c->text + text > text_cap)) {
-        c->text_dropped += text;
-        text = 0;
-        left = drop_parts(content, false);
+    return n;
+}
+
+/* Counts one message against caps of text and image bytes (0: none) in c: its
+ * whole size, content, metadata (extra: the message's own, and its buffers),
+ * images apart. Returns false when it must be dropped. Output stops at a cap:
+ * once something was dropped, what follows of that kind is too. A stream is cut
+ * at the cap; a display keeps its images when its text is over the cap (they
+ * count for all that is left of it), its text when its images are; an error
+ * goes through once, cut short. */
+static bool count_output(struct request_output *c, unsigned long text_cap,
+                         unsigned long image_cap, const char *type, json_t *content,
+                         json_t **metadata, size_t buffers)
+{
+    size_t extra = (json_object_size(*metadata) ? sizes_json(*metadata) : 0) + buffers;
+    json_t *text_v = json_object_get(content, "text");
+    if (strcmp(type, "stream") == 0 && json_is_string(text_v)) {
+        size_t len = json_string_length(text_v), more = stream_extras(content) + extra;
+        if (!more && over(c, text_cap, false, len))
+            return cut_stream(c, text_cap, content, len);
+        if (over(c, text_cap, false, len + more)) {
+            c->text_dropped += len + more;
+            return false;
+        }
+        c->text += len + more;
+        return true;
     }
-    if (image_cap && images && (c->images_dropped || c->images + images > image_cap)) {
+    size_t total = sizes_json(content) + extra;
+    size_t images = is_display(type) ? sizes_images(content) : 0, text = total - images;
+    if (!over(c, text_cap, false, text)) {
+        if (!over(c, image_cap, true, images)) {
+            c->text += text;
+            c->images += images;
+            return true;
+        }
         c->images_dropped += images;
-        images = 0;
-        left = drop_parts(content, true);
+        bool left = drop_parts(content, true);
+        if (left)
+            c->text += text;
+        return left;
     }
-    c->text += text;
-    c->images += images;
-    return left;
+    if (images && !buffers && !over(c, image_cap, true, images)) {
+        *metadata = NULL;
+        size_t slim = keep_images(content);
+        c->text_dropped += total > slim ? total - slim : 0;
+        c->images += slim;
+        return true;
+    }
+    if (strcmp(type, "error") == 0 && !c->error_cut) {
+        c->error_cut = true;
+        *metadata = NULL;
+        c->text_dropped += cut_error(content) + extra;
+        c->text += sizes_json(content);
+        return true;
+    }
+    c->text_dropped += text;
+    c->images_dropped += images;
+    return false;
 }
 
 /* Output of no running request, against the caps per window for the kernel. */
 static bool late_output(struct kernel *k, const json_t *parent, const char *type,
-                        json_t *content)
+                        json_t *content, json_t **metadata, size_t buffers)
 {
     struct kernel_limits *b = &k->limits;
     double now = loop_now(k->loop);
@@ -454,7 +594,7 @@ static bool late_output(struct kernel *k, const json_t *parent, const char *type
     }
     struct request_output before = b->late;
     bool kept = count_output(&b->late, k->opts->max_output, options_max_images(k->opts),
-                             type, content);
+                             type, content, metadata, buffers);
     bool cut = b->late.text_dropped != before.text_dropped ||
                b->late.images_dropped != before.images_dropped;
     if (cut && !b->late_told) {
@@ -472,15 +612,49 @@ static bool late_output(struct kernel *k, const json_t *parent, const char *type
     return kept;
 }
 
-bool limits_output(struct kernel *k, struct request *r, const json_t *parent,
-                   const char *type, json_t *content)
+/* The kernel's rate of messages: true if one more may go now. Past the rate,
+ * the request (or the late output's window) is told once, and the cell runs on. */
+static bool within_rate(struct kernel *k, struct request *r, const json_t *parent)
 {
+    struct kernel_limits *b = &k->limits;
+    double now = loop_now(k->loop);
+    b->rate_used -= (now - b->rate_at) * LIMITS_RATE;
+    if (b->rate_used < 0)
+        b->rate_used = 0;
+    b->rate_at = now;
+    if (b->rate_used + 1 <= LIMITS_BURST) {
+        b->rate_used += 1;
+        return true;
+    }
+    struct request_output *c = r ? &r->output : &b->late;
+    c->rate_dropped++;
+    if (!c->rate_told) {
+        c->rate_told = true;
+        char line[320];
+        snprintf(line, sizeof line,
+                 "\n[sandpit: more than %d messages a second of output (after a burst "
+                 "of %d); messages past that rate are dropped while it lasts, and the "
+                 "cell goes on]\n",
+                 LIMITS_RATE, LIMITS_BURST);
+        log_warn("output messages past %d a second are being dropped", LIMITS_RATE);
+        json_t *n = json_pack("{s:s, s:s}", "name", "stderr", "text", line);
+        outbox_publish(k, r ? r->msg->header : parent, "stream", &n);
+    }
+    return false;
+}
+
+bool limits_output(struct kernel *k, struct request *r, const json_t *parent,
+                   const char *type, json_t *content, json_t **metadata, size_t buffers)
+{
+    if (!within_rate(k, r, parent))
+        return false;
     unsigned long image_cap = options_max_images(k->opts);
     if (!k->opts->max_output && !image_cap)
         return true;
     if (!r)
-        return late_output(k, parent, type, content);
-    return count_output(&r->output, k->opts->max_output, image_cap, type, content);
+        return late_output(k, parent, type, content, metadata, buffers);
+    return count_output(&r->output, k->opts->max_output, image_cap, type, content,
+                        metadata, buffers);
 }
 
 void limits_report_dropped(struct kernel *k, struct request *r,
@@ -501,6 +675,13 @@ void limits_report_dropped(struct kernel *k, struct request *r,
                  "\n[sandpit: image limit of %lu bytes reached; %lu bytes of images were "
                  "dropped]\n",
                  options_max_images(k->opts), r->output.images_dropped);
+        limits_note(k, r, line);
+    }
+    if (r->output.rate_dropped) {
+        snprintf(line, sizeof line,
+                 "\n[sandpit: %lu messages of output were dropped past the rate of %d "
+                 "a second]\n",
+                 r->output.rate_dropped, LIMITS_RATE);
         limits_note(k, r, line);
     }
 }

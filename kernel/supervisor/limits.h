@@ -43,21 +43,40 @@ void limits_stop(struct kernel *k, struct request *r);
 void limits_interrupt_all(struct kernel *k, const char *reason);
 
 /* The worker's reply content for r, as its client is to get it (a new
- * reference; content is borrowed): content itself, or, for a request other than
- * a cell that its time limit interrupted and that failed, a TimeoutError naming
- * the limit. A comm message, which has no reply, gets that error on iopub. */
-json_t *limits_reply(struct kernel *k, struct request *r, const json_t *content);
+ * reference; content is borrowed): content itself; for a cell, what of it
+ * counts (a pager payload, a traceback, user expressions, an error's value)
+ * against --max-output, cut when over (the payload, traceback and expressions
+ * go); for a request other than a cell that its time limit interrupted and that
+ * failed, a TimeoutError naming the limit. A comm message, which has no reply,
+ * gets that error on iopub. *metadata (borrowed) is set to NULL when it is
+ * larger than LIMITS_REPLY_METADATA bytes. */
+#define LIMITS_REPLY_METADATA (16 << 10)
+json_t *limits_reply(struct kernel *k, struct request *r, const json_t *content,
+                     const json_t **metadata);
 
-/* Counts output for r against the caps: text against --max-output, images
- * (image types in a display or result) against the image budget. Returns false when
- * the message must be dropped. A stream that crosses the cap is cut at it (on a
+/* The rate of output messages from the worker, for the whole kernel: a burst of
+ * LIMITS_BURST, then LIMITS_RATE a second (a progress bar redraws tens of times a
+ * second, a widget's slider sends a few messages for each of its moves). */
+#define LIMITS_RATE  500
+#define LIMITS_BURST 2500
+
+/* Counts an output message for r against the rate and the caps: its whole size
+ * (content, *metadata, borrowed, and buffers bytes of binary buffers) against
+ * --max-output, but the bytes of its images (MIME values that hold an image:
+ * sizes_is_image), which count against the image budget. Returns false when the
+ * message must be dropped. A stream that crosses the cap is cut at it (on a
  * character boundary) in content; images past their budget are taken out of
- * content, the rest of the display kept. r NULL is output of no running request
- * (a thread whose cell has ended, a parent the kernel never ran): counted
- * against the same caps per LIMITS_LATE_WINDOW_S for the whole kernel, with a
- * notice parented to parent (borrowed, may be NULL) the first time it is cut. */
+ * content, the rest of the display kept, and a display whose text is over keeps
+ * its images alone; an error past the cap goes through once, cut to its name and
+ * value (both of these without their message's metadata: *metadata is then
+ * NULL). r NULL is output of no running request (a thread whose cell has ended, a
+ * comm between cells, a parent the kernel never ran): counted against the same
+ * caps per LIMITS_LATE_WINDOW_S for the whole kernel, with a notice parented to
+ * parent (borrowed, may be NULL) the first time it is cut. Past the rate, the
+ * request (or the window) is told once on stderr and the cell goes on. */
 bool limits_output(struct kernel *k, struct request *r, const json_t *parent,
-                   const char *msg_type, json_t *content);
+                   const char *msg_type, json_t *content, json_t **metadata,
+                   size_t buffers);
 
 /* At the end of r: publishes one line on stderr saying how much output was
  * dropped past each cap, counting worker_dropped (what the worker's pump dropped

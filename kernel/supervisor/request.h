@@ -21,6 +21,9 @@ struct kernel;
 struct request_output {
     unsigned long text, images;                 /* bytes sent */
     unsigned long text_dropped, images_dropped; /* bytes dropped past the caps */
+    unsigned long rate_dropped; /* messages dropped past the kernel's rate */
+    bool rate_told;             /* the line saying so has been published */
+    bool error_cut;             /* an error past the cap went through, cut short */
 };
 
 struct request {

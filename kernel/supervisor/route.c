@@ -30,6 +30,8 @@
  * this, the worker is restarted. A worker whose code does not write to the link
  * sends none (a subshell deleted while its request ran may leave one). */
 #define ROUTE_MAX_LIES 10
+/* The longest prompt of an input request that reaches the client. */
+#define ROUTE_MAX_PROMPT (16u << 10)
 
 /* Frames dropped are logged within a limit: code in the worker can forge them
  * as fast as the link carries them. */
@@ -100,7 +102,11 @@ static void worker_iopub(struct kernel *k, struct link_iopub *f,
     if (!parent && !f->parent && (r = shells_running(k, NULL)))
         parent = r->msg->header;
     make_inert(k, f->msg_type, f->content);
-    if (!limits_output(k, r, parent, f->msg_type, f->content))
+    size_t bytes = 0;
+    for (size_t i = 0; i < nbuffers; i++)
+        bytes += raw->buffers[i].len;
+    json_t *metadata = f->metadata;
+    if (!limits_output(k, r, parent, f->msg_type, f->content, &metadata, bytes))
         return;
     if (r && strcmp(f->msg_type, "execute_result") == 0 && r->store_history) {
         const char *text = json_string_value(
@@ -109,7 +115,7 @@ static void worker_iopub(struct kernel *k, struct link_iopub *f,
             history_set_output(&k->history, r->execution_count, text);
     }
     json_t *c = json_incref(f->content);
-    outbox_publish_full(k, parent, f->msg_type, &c, f->metadata, raw->buffers, nbuffers);
+    outbox_publish_full(k, parent, f->msg_type, &c, metadata, raw->buffers, nbuffers);
 }
 
 static void worker_hello(struct kernel *k, const struct link_hello *f)
@@ -139,8 +145,9 @@ static void worker_reply(struct kernel *k, const struct link_reply *f)
         return;
     }
     make_inert(k, NULL, f->content);
-    json_t *content = limits_reply(k, sh->current, f->content);
-    shells_finish(k, sh, content, f->metadata);
+    const json_t *metadata = f->metadata;
+    json_t *content = limits_reply(k, sh->current, f->content, &metadata);
+    shells_finish(k, sh, content, metadata);
     json_decref(content);
 }
 
@@ -151,7 +158,27 @@ static void worker_input_request(struct kernel *k, const struct link_input_reque
         bad_frame(k, "an input request with no request running");
         return;
     }
-    json_t *c = json_incref(f->content);
+    /* The runtime asks only for a request whose client takes input, and once
+     * until it is answered; the client gets a prompt and a flag, no more. */
+    if (!json_is_true(json_object_get(r->msg->content, "allow_stdin"))) {
+        bad_frame(k, "an input request for a request whose client takes no input");
+        return;
+    }
+    if (r->input_id[0]) {
+        bad_frame(k, "an input request while one is waiting for its answer");
+        return;
+    }
+    const char *prompt = json_string_value(json_object_get(f->content, "prompt"));
+    size_t len = prompt ? json_string_length(json_object_get(f->content, "prompt")) : 0;
+    if (len > ROUTE_MAX_PROMPT) {
+        len = ROUTE_MAX_PROMPT;
+        while (len > 0 && ((unsigned char)prompt[len] & 0xC0) == 0x80)
+            len--; /* do not split a UTF-8 sequence */
+    }
+    json_t *c = json_pack("{s:s%, s:b}", "prompt", prompt ? prompt : "", len, "password",
+                          json_is_true(json_object_get(f->content, "password")));
+    if (!c)
+        return;
     if (outbox_input_request(k, r, &c, r->input_id, sizeof r->input_id) != 0)
         r->input_id[0] = 0;
 }

@@ -139,6 +139,18 @@ static double io_worker_cpu(void *ctx)
     return child_cpu_seconds(s->child);
 }
 
+static unsigned long long io_worker_queued(void *ctx)
+{
+    struct supervisor *s = ctx;
+    return child_queued(s->child);
+}
+
+static unsigned long long io_worker_written(void *ctx)
+{
+    struct supervisor *s = ctx;
+    return child_written(s->child);
+}
+
 /* --- events ------------------------------------------------------------------- */
 
 /* The kernel's own messages are signed with the key, and on TCP anyone reads
@@ -494,6 +506,8 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
         .worker_hello = io_worker_hello,
         .restart_worker = io_restart_worker,
         .worker_cpu = io_worker_cpu,
+        .worker_queued = io_worker_queued,
+        .worker_written = io_worker_written,
     };
     if ((rc = register_events(s)))
         return rc;

@@ -87,7 +87,7 @@ def test_images_count_apart_from_text(box):
     reply, outputs = box.execute(
         "from sandpit.display import display\n"
         "for i in range(4):\n"
-        "    display({'image/png': 'A' * 60000, 'text/plain': '<chart %d>' % i}, raw=True)\n")
+        "    display({'image/png': 'iVBORw0KGgo' + 'A' * 59989, 'text/plain': '<chart %d>' % i}, raw=True)\n")
     assert reply["content"]["status"] == "ok", reply["content"]
     shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
     assert [len(d.get("image/png", "")) for d in shown] == [60000, 60000, 60000, 0], \

@@ -48,11 +48,24 @@ static int fake_to_worker(void *ctx, const json_t *frame, const struct msg *buff
     struct fake_frame *fr = &f->frames[f->nframes];
     char err[256];
     int rc = link_decode(text, strlen(text), &fr->kind, &fr->obj, err, sizeof err);
+    f->queued += strlen(text);
+    if (!f->not_reading)
+        f->written = f->queued;
     free(text);
     CHECK_STR(rc ? err : "", "");
     if (rc == 0)
         f->nframes++;
     return 0;
+}
+
+static unsigned long long fake_queued(void *ctx)
+{
+    return ((struct fake *)ctx)->queued;
+}
+
+static unsigned long long fake_written(void *ctx)
+{
+    return ((struct fake *)ctx)->written;
 }
 
 static void fake_signal(void *ctx, int sig)
@@ -110,6 +123,8 @@ void fake_init(struct fake *f)
         .worker_hello = fake_hello,
         .restart_worker = fake_restart,
         .worker_cpu = fake_cpu,
+        .worker_queued = fake_queued,
+        .worker_written = fake_written,
     };
     f->worker = KERNEL_WORKER_READY;
 }

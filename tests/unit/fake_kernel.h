@@ -46,6 +46,10 @@ struct fake {
     char restarts[8][512]; /* the reasons given for restarts */
     size_t nrestarts;
     double cpu; /* the worker's CPU time, in seconds, as io.worker_cpu says */
+    /* Bytes of frames sent to the worker, and of those, taken by it: all at
+     * once, unless not_reading (io.worker_queued, io.worker_written). */
+    unsigned long long queued, written;
+    bool not_reading;
 };
 
 /* Sets up f with default options (the caller may change f->opts before the

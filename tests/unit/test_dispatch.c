@@ -4,6 +4,7 @@
  * request; a reply goes to the request it answers; an unknown request gets an
  * error reply; what the worker sends that is not a well-formed frame it may
  * send is counted and dropped. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_kernel.h"
@@ -377,6 +378,85 @@ static void test_the_worker_asks_for_the_history(void)
     fake_release(&f);
 }
 
+static void ask_input(struct fake *f, const char *parent, json_t *content)
+{
+    fake_worker_frame(f, link_input_request_build(&(struct link_input_request){
+                             .parent = parent, .content = content}));
+}
+
+/* What an input request from the worker brings the client is bounded: none for a
+ * client that takes no input, one at a time, a prompt of at most 16 KiB and a
+ * flag, nothing else. */
+static void test_input_requests_are_bounded(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s",
+             fake_request(&f, CONNECTION_SHELL, "execute_request",
+                          "{\"code\": \"input()\"}", NULL));
+    ask_input(&f, a, json_pack("{s:s}", "prompt", "no"));
+    CHECK(fake_find(&f, a, "input_request") == NULL);
+    CHECK_INT(f.k.bad_frames, 1);
+    fake_worker_reply(&f, "", a, "ok");
+    snprintf(b, sizeof b, "%s",
+             fake_request(&f, CONNECTION_SHELL, "execute_request",
+                          "{\"code\": \"input()\", \"allow_stdin\": true}", NULL));
+    char *big = malloc(100000);
+    REQUIRE(big != NULL);
+    memset(big, 'p', 99999);
+    big[99999] = 0;
+    ask_input(&f, b,
+              json_pack("{s:s, s:b, s:s}", "prompt", big, "password", 1, "junk", big));
+    ask_input(&f, b, json_pack("{s:s}", "prompt", "again"));
+    free(big);
+    const struct fake_sent *q = fake_find(&f, b, "input_request");
+    REQUIRE(q != NULL);
+    CHECK_INT(json_string_length(json_object_get(q->content, "prompt")), 16 << 10);
+    CHECK(json_is_true(json_object_get(q->content, "password")));
+    CHECK_INT(json_object_size(q->content), 2);
+    CHECK_INT(f.k.bad_frames, 2);
+    size_t asked = 0;
+    for (size_t i = 0; i < f.nsent; i++)
+        asked += strcmp(f.sent[i].label, "input_request") == 0;
+    CHECK_INT(asked, 1);
+    fake_release(&f);
+}
+
+/* One history query of the worker's is answered at a time: a second one before
+ * the worker has taken the first answer is refused with a sentence (its runtime
+ * never asks so), and the next after it is answered again. */
+static void test_one_history_query_at_a_time(void)
+{
+    struct fake f;
+    fake_init(&f);
+    history_add(&f.k.history, 1, "x = 1");
+#define QUERY                                                                            \
+    "{\"type\": \"history\", \"id\": %d, \"query\": {\"hist_access_type\": \"tail\", "   \
+    "\"n\": 10}}"
+    char text[160];
+    f.not_reading = true;
+    for (int id = 1; id <= 3; id++) {
+        snprintf(text, sizeof text, QUERY, id);
+        fake_worker_text(&f, text);
+        const json_t *r = fake_last_frame(&f, LINK_HISTORY_REPLY);
+        REQUIRE(r != NULL);
+        CHECK_INT(json_integer_value(json_object_get(r, "id")), id);
+        CHECK((json_object_get(r, "history") != NULL) == (id == 1));
+        const char *e = json_string_value(json_object_get(r, "error"));
+        if (id > 1)
+            CHECK(e && strstr(e, "one is answered at a time") != NULL);
+    }
+    f.written = f.queued; /* the worker has read it all */
+    snprintf(text, sizeof text, QUERY, 4);
+    fake_worker_text(&f, text);
+    CHECK(json_object_get(fake_last_frame(&f, LINK_HISTORY_REPLY), "history") != NULL);
+    CHECK_INT(f.k.bad_frames, 0);
+    CHECK_INT(f.nrestarts, 0);
+    fake_release(&f);
+#undef QUERY
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_supervisor_answers_between_busy_and_idle),
     TESTING_CASE(test_unknown_request_gets_an_error_reply),
@@ -391,6 +471,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_input_goes_to_the_request_that_asked),
     TESTING_CASE(test_a_lost_worker_answers_every_running_request),
     TESTING_CASE(test_the_worker_asks_for_the_history),
+    TESTING_CASE(test_one_history_query_at_a_time),
+    TESTING_CASE(test_input_requests_are_bounded),
     {0},
 };
 

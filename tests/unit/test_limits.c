@@ -232,8 +232,9 @@ static void test_the_output_cap(void)
     REQUIRE(n == 3);
     CHECK_STR(texts[0], "123456");
     CHECK_STR(texts[1], "abc");
-    /* 4 + 7 + 9 (the display) + 100 from the pump */
-    CHECK_STR(texts[2], "\n[sandpit: output limit of 10 bytes reached; 120 more bytes of "
+    /* 4 + 7 + 35 (the display, {"data":{"text/plain":"a display"}}) + 100 from
+     * the pump */
+    CHECK_STR(texts[2], "\n[sandpit: output limit of 10 bytes reached; 146 more bytes of "
                         "output were dropped]\n");
     const struct fake_sent *reply = fake_find(&f, a, "execute_reply");
     CHECK(json_object_get(reply->content, "sandpit_dropped") == NULL);
@@ -319,32 +320,39 @@ static const json_t *data_of(const struct fake *f, size_t i)
     return json_object_get(f->sent[i].content, "data");
 }
 
+/* The base64 of a PNG's signature: what makes a value an image. */
+#define PNG "iVBORw0KGgo"
+
 /* Images count against a budget of their own, so a cap meant for text keeps the
- * charts; past either, the part that fits is kept. */
+ * charts; past either, the part that fits is kept. Text is every byte of the
+ * message but its images: its keys, its metadata. */
 static void test_images_have_a_budget_of_their_own(void)
 {
     struct fake f;
     fake_init(&f);
-    f.opts.max_output = 10;
-    f.opts.max_images = 100;
+    f.opts.max_output = 100;
+    f.opts.max_images = 200;
     char a[128];
     SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
     size_t first = f.nsent;
-    /* 60 bytes of PNG, 8 of text: both fit */
+    /* 60 bytes of PNG, 63 of text (the whole message but its image): both fit */
     display(&f, a,
-            "{\"image/png\": \""
-            "0123456789012345678901234567890123456789"
-            "01234567890123456789"
+            "{\"image/png\": \"" PNG "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
             "\", \"text/plain\": \"<Figure>\"}");
-    /* text over the cap: the image stays */
-    display(&f, a, "{\"image/png\": \"0123456789\", \"text/plain\": \"<Figure>\"}");
-    /* an image over its budget: the text would stay, but the text is over too */
+    /* text over the cap: the image stays, and what is left of the message (51
+     * bytes) counts as images; 24 bytes of text dropped */
+    display(&f, a, "{\"image/png\": \"" PNG "A\", \"text/plain\": \"<Figure>\"}");
+    /* an image over its budget: the text would stay, but the text is over too
+     * (57 bytes) */
     display(&f, a,
-            "{\"image/png\": \""
-            "0123456789012345678901234567890123456789"
-            "\", \"text/html\": \"<b>\"}");
-    /* application/json counts as text, by its JSON size */
+            "{\"image/png\": \"" PNG "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+            "AAAAAAAA\", \"text/html\": \"<b>\"}");
+    /* application/json counts as text, by its JSON size (57 bytes) */
     display(&f, a, "{\"application/json\": {\"k\": [1, 2, 3]}}");
+    /* a made-up image type, and an image/png that is no PNG, are text */
+    display(&f, a, "{\"image/x-made-up\": \"" PNG "\"}");
+    display(&f, a, "{\"image/png\": \"text, not a PNG\"}");
     fake_worker_reply(&f, "", a, "ok");
     CHECK_STR(fake_labels(&f, a),
               "busy execute_input display_data display_data stream stream execute_reply "
@@ -358,10 +366,11 @@ static void test_images_have_a_budget_of_their_own(void)
         if (strcmp(f.sent[i].label, "stream") == 0)
             lines[n++] = json_string_value(json_object_get(f.sent[i].content, "text"));
     REQUIRE(n == 2);
-    /* 8 + 3 + 13 bytes of text ({"k":[1,2,3]}); 40 bytes of images */
-    CHECK_STR(lines[0], "\n[sandpit: output limit of 10 bytes reached; 24 more bytes of "
-                        "output were dropped]\n");
-    CHECK_STR(lines[1], "\n[sandpit: image limit of 100 bytes reached; 40 bytes of "
+    /* 24 + 57 + 57 + 56 + 54 bytes of text; 100 bytes of images */
+    CHECK_STR(lines[0],
+              "\n[sandpit: output limit of 100 bytes reached; 248 more bytes of "
+              "output were dropped]\n");
+    CHECK_STR(lines[1], "\n[sandpit: image limit of 200 bytes reached; 100 bytes of "
                         "images were dropped]\n");
     fake_release(&f);
 
@@ -371,7 +380,7 @@ static void test_images_have_a_budget_of_their_own(void)
     f.opts.max_images = 10;
     SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"p\"}", NULL);
     first = f.nsent;
-    display(&f, a, "{\"image/png\": \"0123456789AB\", \"text/plain\": \"<Figure>\"}");
+    display(&f, a, "{\"image/png\": \"" PNG "A\", \"text/plain\": \"<Figure>\"}");
     CHECK_STR(fake_labels(&f, a), "busy execute_input display_data");
     CHECK_INT(json_object_size(data_of(&f, first)), 1);
     CHECK(json_object_get(data_of(&f, first), "text/plain") != NULL);

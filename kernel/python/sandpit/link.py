@@ -346,6 +346,9 @@ HISTORY_WAIT = 30  # seconds to wait for the supervisor's answer
 _history_ids = itertools.count(1)
 _history_waiting = {}  # query id -> queue.Queue for its history_reply
 _history_lock = threading.Lock()
+# One query at a time, whatever the threads: the supervisor answers one and
+# refuses the next until this worker has taken the answer.
+_history_one = threading.Lock()
 
 
 class HistoryError(RuntimeError):
@@ -360,6 +363,11 @@ def history(query):
     (hist_access_type, session, start, stop, n, pattern, unique, raw, output).
     Any thread may call it; HistoryError when the supervisor refuses the
     query or does not answer within HISTORY_WAIT seconds."""
+    with _history_one:
+        return _history_ask(query)
+
+
+def _history_ask(query):
     box = queue.Queue(1)
     with _history_lock:
         query_id = next(_history_ids)
