@@ -139,11 +139,12 @@ def snapshot(k):
     waiting = sum(1 for pid, comm in kids.items() if comm == "sandpit-worker" and pid != worker)
     assert waiting <= 1, kids
     # The worker template's control socket is the supervisor's from the first
-    # crash on (the template starts when a worker is first replaced), and so are
-    # the link and log of the worker waiting: descriptors opened once each, not
-    # a leak.
+    # crash on (the template starts when a worker is first replaced), and so is
+    # the link of the worker waiting (forked from the template, it has no log
+    # pipe: its lines come over the link): descriptors opened once each, not a
+    # leak.
     template = "sandpit-tmpl" in kids.values()
-    return {"supervisor": dict(memory_kib(sup), fds=fd_count(sup) - template - 2 * waiting),
+    return {"supervisor": dict(memory_kib(sup), fds=fd_count(sup) - template - waiting),
             "worker": dict(memory_kib(worker), fds=fd_count(worker), pid=worker)}
 
 
