@@ -59,7 +59,7 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
                               struct sandbox_layer *net, struct sandbox_layer *mnt,
                               bool small_tmpfs);
 
-/* namespaces.c, for masks.c: "./x" or "~/x" appended to a list for the report;
+/* mounts.c, for namespaces.c and masks.c: "./x" or "~/x" appended to a list for the report;
  * mount_setattr(MOUNT_ATTR_RDONLY) set or cleared on path. */
 void sandbox__list_path(char *list, size_t size, const char *path, const char *workspace);
 int sandbox__mount_rdonly(const char *path, bool rdonly, bool recursive);

@@ -52,37 +52,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* mount_setattr(2), Linux 5.12; glibc 2.36's <sys/mount.h> and <linux/mount.h> clash. */
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#endif
-#ifndef AT_RECURSIVE
-#define AT_RECURSIVE 0x8000
-#endif
-#define NS_MOUNT_ATTR_SIZE_VER0 32
-
-struct ns_mount_attr {
-    uint64_t attr_set;
-    uint64_t attr_clr;
-    uint64_t propagation;
-    uint64_t userns_fd;
-};
-
-static int mount_setattr_rdonly(const char *path, bool rdonly, bool recursive)
-{
-    struct ns_mount_attr a = {0};
-    if (rdonly)
-        a.attr_set = MOUNT_ATTR_RDONLY;
-    else
-        a.attr_clr = MOUNT_ATTR_RDONLY;
-    long rc = syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a,
-                      (size_t)NS_MOUNT_ATTR_SIZE_VER0);
-    return rc < 0 ? -errno : 0;
-}
-
 static int write_file(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -288,7 +257,7 @@ static int cover(const char *path, struct sandbox_layer *mnt, bool can_setattr,
         if (mount(cover_with ? cover_with : "/dev/null", path, NULL, MS_BIND, NULL) < 0)
             rc = -errno;
         else if (can_setattr)
-            mount_setattr_rdonly(path, true, false);
+            sandbox__mount_rdonly(path, true, false);
     }
     if (rc < 0)
         sandbox__layer_note(mnt, "cannot hide %s: %s", path, strerror(-rc));
@@ -324,45 +293,6 @@ static int small_tmpfs_on(const char *dir, const struct sandbox_policy *p)
     snprintf(opts, sizeof opts, "size=%llu,mode=0700", size);
     return mount("sandpit-tmp", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ? -errno
                                                                               : 0;
-}
-
-/* path as the report shows it: "./x" inside the workspace, "~/x" inside the home
- * folder, or whole; into buf. */
-static const char *short_name(const char *path, const char *workspace, char *buf,
-                              size_t len)
-{
-    const char *home = getenv("HOME");
-    size_t w = workspace ? strlen(workspace) : 0, n = home ? strlen(home) : 0;
-    bool in_ws = w > 1 && strncmp(path, workspace, w) == 0 && path[w] == '/';
-    bool in_home = n > 1 && strncmp(path, home, n) == 0 && (path[n] == '/' || !path[n]);
-    if (in_home && (!in_ws || n >= w)) /* the nearer of the two */
-        snprintf(buf, len, "~%s", path + n);
-    else if (in_ws)
-        snprintf(buf, len, ".%s", path + w);
-    else
-        snprintf(buf, len, "%s", path);
-    return buf;
-}
-
-/* Appends a path to a list being written for the report. */
-static void list_path(char *list, size_t size, const char *path, const char *workspace)
-{
-    char shown[PATH_MAX];
-    size_t n = strlen(list);
-    short_name(path, workspace, shown, sizeof shown);
-    int k = snprintf(list + n, size - n, "%s%.*s", n ? ", " : "", (int)(size - n), shown);
-    if (k < 0 || (size_t)k >= size - n)
-        memcpy(list + size - 4, "...", 4); /* the report's detail is bounded too */
-}
-
-void sandbox__list_path(char *list, size_t size, const char *path, const char *workspace)
-{
-    list_path(list, size, path, workspace);
-}
-
-int sandbox__mount_rdonly(const char *path, bool rdonly, bool recursive)
-{
-    return mount_setattr_rdonly(path, rdonly, recursive);
 }
 
 /* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
@@ -416,11 +346,11 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
         }
     }
 
-    int rc = mount_setattr_rdonly("/", true, true);
+    int rc = sandbox__mount_rdonly("/", true, true);
     bool can_setattr = rc == 0;
     if (rc == 0) {
         for (size_t i = 0; i < n_rw; i++)
-            if (bound[i] && (rc = mount_setattr_rdonly(rw[i], false, true)) < 0)
+            if (bound[i] && (rc = sandbox__mount_rdonly(rw[i], false, true)) < 0)
                 sandbox__layer_note(mnt, "%s stays read-only: %s", rw[i], strerror(-rc));
     }
     /* What of the user's setup lies in the read-write paths: home.h. */
@@ -444,7 +374,7 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
             hide_rc = c;
         if (c == 0) {
             hidden++;
-            list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
+            sandbox__list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
         }
     }
     tfile_abort(&cover_new); /* the binds keep it; the user's folder does not */
