@@ -10,12 +10,17 @@
  * with reason "timeout", so that the worker reports a TimeoutError rather than
  * a KeyboardInterrupt (for a request other than a cell, the supervisor says it
  * itself: limits_reply). Any interrupt arms a second time event,
- * LIMITS_INTERRUPT_GRACE_S later: a request that is still running then (inside
- * a long call to compiled code, or ignoring SIGINT) has its worker restarted,
- * and the error says so. The main shell's request is interrupted with SIGINT,
- * which Python turns into KeyboardInterrupt in the main thread; a subshell's,
- * by the note alone, on which the worker raises the exception in that
- * subshell's thread.
+ * LIMITS_INTERRUPT_GRACE_S later, for a request still running then (inside a
+ * long call to compiled code, or ignoring SIGINT). If its time limit
+ * interrupted it, its worker is restarted, and the error says so. The user's
+ * interrupt never costs the state by itself (in ipykernel the KeyboardInterrupt
+ * lands when the call to compiled code returns): the request is told on stderr
+ * that it has not stopped yet, and why, and the next interrupt is the user's
+ * choice to restart the worker (or the client's restart is; a time limit, if
+ * the request has one, still runs). The main shell's request is interrupted
+ * with SIGINT, which Python turns into KeyboardInterrupt in the main thread; a
+ * subshell's, by the note alone, on which the worker raises the exception in
+ * that subshell's thread.
  *
  * The timers find their request by their id rather than through a pointer, so
  * a request that ended (and was freed) between arming and firing cannot be
@@ -90,6 +95,27 @@ static struct shell *shell_with_timer(struct kernel *k, long long id, bool escal
     return NULL;
 }
 
+/* A user's interrupt has gone unheeded for its grace period: the request is
+ * told on stderr (a silent cell excepted), and the next interrupt restarts the
+ * worker. */
+static void tell_still_running(struct kernel *k, struct request *r)
+{
+    r->interrupt_told = true;
+    log_info("%s %s has not stopped %g s after the interrupt; the next interrupt "
+             "restarts the worker",
+             msg_type(r->msg), msg_id(r->msg), LIMITS_INTERRUPT_GRACE_S);
+    if (r->execute && r->silent)
+        return;
+    char line[512];
+    snprintf(line, sizeof line,
+             "\n[sandpit: the %.64s has not stopped %.0f s after the interrupt: it is "
+             "probably inside a long call to compiled code, and will stop when that "
+             "call returns, its variables kept. Interrupt again to restart the worker "
+             "now instead: variables and imports from earlier cells are then lost.]\n",
+             r->execute ? "cell" : msg_type(r->msg), LIMITS_INTERRUPT_GRACE_S);
+    limits_note(k, r, line);
+}
+
 static double on_escalation(struct loop *l, long long id, void *data)
 {
     (void)l;
@@ -99,27 +125,25 @@ static double on_escalation(struct loop *l, long long id, void *data)
         return LOOP_NOMORE;
     struct request *r = sh->current;
     r->escalation_timer = 0;
+    if (!r->interrupted_for_timeout) {
+        tell_still_running(k, r);
+        return LOOP_NOMORE;
+    }
     char why[512];
     /* The worker says "cell exceeded its time limit of N s" when the cell
      * stops (sandpit/handlers.py): the same words begin this one. */
-    if (r->interrupted_for_timeout && r->execute)
+    if (r->execute)
         snprintf(why, sizeof why,
                  "cell exceeded its time limit of %g s and did not stop when "
                  "interrupted, so its worker was restarted: variables and imports "
                  "from earlier cells are lost.",
                  r->timeout_s);
-    else if (r->interrupted_for_timeout)
+    else
         snprintf(why, sizeof why,
                  "This %.64s exceeded its time limit of %g s and did not stop when "
                  "interrupted, so its worker was restarted: variables and imports "
                  "from earlier cells are lost.",
                  msg_type(r->msg), r->timeout_s);
-    else
-        snprintf(why, sizeof why,
-                 "The cell did not stop within %.0f s of the interrupt (it was "
-                 "probably inside a long call to compiled code), so its worker was "
-                 "restarted: variables and imports from earlier cells are lost.",
-                 LIMITS_INTERRUPT_GRACE_S);
     /* Logged once, with the request it ends (shells.c), not here as well. */
     k->io.restart_worker(k->io.ctx, why);
     return LOOP_NOMORE;
@@ -323,6 +347,24 @@ void limits_interrupt_all(struct kernel *k, const char *reason)
 {
     if (!any_running(k))
         return;
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct request *r = k->shells[i].current;
+        if (!r || !r->interrupt_told || k->io.worker(k->io.ctx) != KERNEL_WORKER_READY)
+            continue;
+        /* The user was told what a second interrupt does, and chose it. */
+        log_info("interrupted again (%s) while %s %s had not stopped: restarting the "
+                 "worker",
+                 reason, msg_type(r->msg), msg_id(r->msg));
+        char why[512];
+        snprintf(why, sizeof why,
+                 "Interrupted again while the %.64s had not stopped at the first "
+                 "interrupt (it was probably inside a long call to compiled code), so "
+                 "its worker was restarted: variables and imports from earlier cells "
+                 "are lost.",
+                 r->execute ? "cell" : msg_type(r->msg));
+        k->io.restart_worker(k->io.ctx, why);
+        return;
+    }
     log_info("interrupting the worker (%s)", reason);
     for (size_t i = 0; i < k->nshells; i++)
         interrupt_shell(k, &k->shells[i], false);
