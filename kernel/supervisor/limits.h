@@ -88,8 +88,13 @@ void limits_report_dropped(struct kernel *k, struct request *r,
                            unsigned long worker_dropped);
 
 /* A new worker has said hello: its background budget is full, and counts from
- * now. */
+ * now (limits_background.c, as the two below). */
 void limits_worker_ready(struct kernel *k);
+/* No request runs: from now the worker's CPU time is background work (nothing
+ * if one runs, or the worker is not ready). */
+void limits_background_watch(struct kernel *k);
+/* A request runs, or the worker is going: what it uses is not background work. */
+void limits_background_unwatch(struct kernel *k);
 
 /* Publishes text on stderr as output of r, a note from the kernel itself that
  * no cap counts. */
