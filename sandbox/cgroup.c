@@ -695,7 +695,8 @@ static bool finite_value(const char *dir, const char *file, unsigned long long *
 
 /* What the report says of --cpus where nothing enforces it (%g: the CPUs asked for).
  * The time limits still hold (and, with --timeout, the supervisor's budget for threads
- * left running, limits.c), but nothing caps the rate at which the worker uses CPUs. */
+ * left running, limits_background.c), but nothing caps the rate at which the worker
+ * uses CPUs. */
 #define CPUS_UNENFORCED "the CPU cap (--cpus %g) is not enforced on this machine"
 
 /* True if dir is a worker's group (sandpit-<pid>-<seq>), not a supervisor's leaf. */

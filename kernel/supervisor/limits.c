@@ -1,5 +1,4 @@
-/* limits: time limits, interrupts and their escalation, the output caps, and
- * the worker's CPU time in the background.
+/* limits: time limits, interrupts and their escalation, and the output caps.
  *
  * Every request that runs user code has a time limit: a cell's is --timeout,
  * and so is a comm message's (its handler is a widget's callback, which may run
@@ -10,12 +9,17 @@
  * with reason "timeout", so that the worker reports a TimeoutError rather than
  * a KeyboardInterrupt (for a request other than a cell, the supervisor says it
  * itself: limits_reply). Any interrupt arms a second time event,
- * LIMITS_INTERRUPT_GRACE_S later: a request that is still running then (inside
- * a long call to compiled code, or ignoring SIGINT) has its worker restarted,
- * and the error says so. The main shell's request is interrupted with SIGINT,
- * which Python turns into KeyboardInterrupt in the main thread; a subshell's,
- * by the note alone, on which the worker raises the exception in that
- * subshell's thread.
+ * LIMITS_INTERRUPT_GRACE_S later, for a request still running then (inside a
+ * long call to compiled code, or ignoring SIGINT). If its time limit
+ * interrupted it, its worker is restarted, and the error says so. The user's
+ * interrupt never costs the state by itself (in ipykernel the KeyboardInterrupt
+ * lands when the call to compiled code returns): the request is told on stderr
+ * that it has not stopped yet, and why, and the next interrupt is the user's
+ * choice to restart the worker (or the client's restart is; a time limit, if
+ * the request has one, still runs). The main shell's request is interrupted
+ * with SIGINT, which Python turns into KeyboardInterrupt in the main thread; a
+ * subshell's, by the note alone, on which the worker raises the exception in
+ * that subshell's thread.
  *
  * The timers find their request by their id rather than through a pointer, so
  * a request that ended (and was freed) between arming and firing cannot be
@@ -32,29 +36,18 @@
  * round them; and every message counts against a rate for the whole kernel, so
  * that many small ones (clear_output) are no way round them either.
  *
- * A thread that a cell leaves running is out of reach of the cell's time limit.
- * While no request runs, what the worker uses of the CPU is that thread's (the
- * worker runs nothing else between requests), and the supervisor reads it from
- * /proc, where the code cannot change it: a bucket of --timeout seconds of CPU,
- * refilled at LIMITS_BACKGROUND_RATE of a CPU, lets light background work (a
- * progress bar, a widget's timer) go on for ever and stops a busy loop. When the
- * bucket is empty the worker is restarted, and the next cell says why. */
+ * The worker's CPU time in the background is limits_background.c's. */
 #include "kernel/supervisor/limits.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kernel/link/frames.h"
 #include "kernel/log.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
 #include "kernel/supervisor/sizes.h"
-
-/* The shortest and longest wait between two looks at the worker's CPU time. */
-#define BACKGROUND_LOOK_MIN_S 0.25
-#define BACKGROUND_LOOK_MAX_S 30.0
 
 /* --- time limits --------------------------------------------------------------- */
 
@@ -90,6 +83,27 @@ static struct shell *shell_with_timer(struct kernel *k, long long id, bool escal
     return NULL;
 }
 
+/* A user's interrupt has gone unheeded for its grace period: the request is
+ * told on stderr (a silent cell excepted), and the next interrupt restarts the
+ * worker. */
+static void tell_still_running(struct kernel *k, struct request *r)
+{
+    r->interrupt_told = true;
+    log_info("%s %s has not stopped %g s after the interrupt; the next interrupt "
+             "restarts the worker",
+             msg_type(r->msg), msg_id(r->msg), LIMITS_INTERRUPT_GRACE_S);
+    if (r->execute && r->silent)
+        return;
+    char line[512];
+    snprintf(line, sizeof line,
+             "\n[sandpit: the %.64s has not stopped %.0f s after the interrupt: it is "
+             "probably inside a long call to compiled code, and will stop when that "
+             "call returns, its variables kept. Interrupt again to restart the worker "
+             "now instead: variables and imports from earlier cells are then lost.]\n",
+             r->execute ? "cell" : msg_type(r->msg), LIMITS_INTERRUPT_GRACE_S);
+    limits_note(k, r, line);
+}
+
 static double on_escalation(struct loop *l, long long id, void *data)
 {
     (void)l;
@@ -99,27 +113,25 @@ static double on_escalation(struct loop *l, long long id, void *data)
         return LOOP_NOMORE;
     struct request *r = sh->current;
     r->escalation_timer = 0;
+    if (!r->interrupted_for_timeout) {
+        tell_still_running(k, r);
+        return LOOP_NOMORE;
+    }
     char why[512];
     /* The worker says "cell exceeded its time limit of N s" when the cell
      * stops (sandpit/handlers.py): the same words begin this one. */
-    if (r->interrupted_for_timeout && r->execute)
+    if (r->execute)
         snprintf(why, sizeof why,
                  "cell exceeded its time limit of %g s and did not stop when "
                  "interrupted, so its worker was restarted: variables and imports "
                  "from earlier cells are lost.",
                  r->timeout_s);
-    else if (r->interrupted_for_timeout)
+    else
         snprintf(why, sizeof why,
                  "This %.64s exceeded its time limit of %g s and did not stop when "
                  "interrupted, so its worker was restarted: variables and imports "
                  "from earlier cells are lost.",
                  msg_type(r->msg), r->timeout_s);
-    else
-        snprintf(why, sizeof why,
-                 "The cell did not stop within %.0f s of the interrupt (it was "
-                 "probably inside a long call to compiled code), so its worker was "
-                 "restarted: variables and imports from earlier cells are lost.",
-                 LIMITS_INTERRUPT_GRACE_S);
     /* Logged once, with the request it ends (shells.c), not here as well. */
     k->io.restart_worker(k->io.ctx, why);
     return LOOP_NOMORE;
@@ -164,129 +176,12 @@ static double on_time_limit(struct loop *l, long long id, void *data)
     return LOOP_NOMORE;
 }
 
-/* --- the worker's CPU time in the background ---------------------------------- */
-
 static bool any_running(const struct kernel *k)
 {
     for (size_t i = 0; i < k->nshells; i++)
         if (k->shells[i].current)
             return true;
     return false;
-}
-
-/* The bucket's size: the cell time limit, in CPU seconds; 0: no budget. */
-static double background_budget(const struct kernel *k)
-{
-    return k->io.worker_cpu ? k->opts->timeout_s : 0;
-}
-
-/* Refills the bucket for the time since the last look and drains it by the CPU
- * time used since, if it counted. */
-static void background_settle(struct kernel *k, bool counted)
-{
-    struct kernel_limits *b = &k->limits;
-    double now = loop_now(k->loop), budget = background_budget(k);
-    b->background_left += LIMITS_BACKGROUND_RATE * (now - b->background_at);
-    if (b->background_left > budget)
-        b->background_left = budget;
-    b->background_at = now;
-    double cpu = k->io.worker_cpu(k->io.ctx);
-    if (cpu < 0)
-        return;
-    if (counted && cpu > b->background_cpu)
-        b->background_left -= cpu - b->background_cpu;
-    b->background_cpu = cpu;
-}
-
-static double on_background_look(struct loop *l, long long id, void *data);
-
-static void background_arm(struct kernel *k)
-{
-    struct kernel_limits *b = &k->limits;
-    /* The earliest the bucket can be empty: every CPU busy. */
-    static long cpus;
-    if (!cpus && (cpus = sysconf(_SC_NPROCESSORS_ONLN)) < 1)
-        cpus = 1;
-    double wait = b->background_left / (double)cpus;
-    if (wait < BACKGROUND_LOOK_MIN_S)
-        wait = BACKGROUND_LOOK_MIN_S;
-    if (wait > BACKGROUND_LOOK_MAX_S)
-        wait = BACKGROUND_LOOK_MAX_S;
-    loop_del_timer(k->loop, b->background_timer);
-    long long tid = loop_add_timer(k->loop, wait, on_background_look, k);
-    b->background_timer = tid > 0 ? tid : 0;
-}
-
-/* No request runs: from now the worker's CPU time is background work. */
-static void background_watch(struct kernel *k)
-{
-    struct kernel_limits *b = &k->limits;
-    if (b->background_watching || background_budget(k) <= 0 ||
-        k->io.worker(k->io.ctx) != KERNEL_WORKER_READY || any_running(k))
-        return;
-    background_settle(k, false);
-    b->background_watching = true;
-    background_arm(k);
-}
-
-/* A request runs, or the worker is going: what it uses is not background work. */
-static void background_unwatch(struct kernel *k)
-{
-    struct kernel_limits *b = &k->limits;
-    if (!b->background_watching)
-        return;
-    background_settle(k, true);
-    b->background_watching = false;
-    loop_del_timer(k->loop, b->background_timer);
-    b->background_timer = 0;
-}
-
-static double on_background_look(struct loop *l, long long id, void *data)
-{
-    (void)l;
-    (void)id;
-    struct kernel *k = data;
-    struct kernel_limits *b = &k->limits;
-    b->background_timer = 0;
-    if (!b->background_watching)
-        return LOOP_NOMORE;
-    if (k->io.worker(k->io.ctx) != KERNEL_WORKER_READY || any_running(k)) {
-        b->background_watching = false;
-        return LOOP_NOMORE;
-    }
-    background_settle(k, true);
-    if (b->background_left >= 0) {
-        background_arm(k);
-        return LOOP_NOMORE;
-    }
-    double budget = background_budget(k);
-    b->background_watching = false;
-    snprintf(b->notice, sizeof b->notice,
-             "[sandpit: the worker was restarted before this cell: threads left running "
-             "by an earlier cell used the CPU while no cell ran, beyond what this kernel "
-             "allows in the background (bursts of %g s of CPU, the cell time limit, and "
-             "%g of a CPU on average); variables and imports from earlier cells are "
-             "lost]\n",
-             budget, LIMITS_BACKGROUND_RATE);
-    log_warn("threads left running in the worker used more than %g s of CPU while no "
-             "request ran; restarting it",
-             budget);
-    k->io.restart_worker(k->io.ctx,
-                         "The worker was restarted: threads left running by an earlier "
-                         "cell used too much CPU while no cell ran.");
-    return LOOP_NOMORE;
-}
-
-void limits_worker_ready(struct kernel *k)
-{
-    struct kernel_limits *b = &k->limits;
-    loop_del_timer(k->loop, b->background_timer);
-    b->background_timer = 0;
-    b->background_watching = false;
-    b->background_left = background_budget(k);
-    b->background_at = loop_now(k->loop);
-    b->background_cpu = k->io.worker_cpu ? k->io.worker_cpu(k->io.ctx) : -1;
-    background_watch(k);
 }
 
 /* --- requests ------------------------------------------------------------------- */
@@ -299,7 +194,7 @@ void limits_note(struct kernel *k, const struct request *r, const char *text)
 
 void limits_start(struct kernel *k, struct request *r)
 {
-    background_unwatch(k);
+    limits_background_unwatch(k);
     if (r->execute && !r->silent && k->limits.notice[0]) {
         limits_note(k, r, k->limits.notice);
         k->limits.notice[0] = 0;
@@ -316,13 +211,31 @@ void limits_stop(struct kernel *k, struct request *r)
     loop_del_timer(k->loop, r->limit_timer);
     loop_del_timer(k->loop, r->escalation_timer);
     r->limit_timer = r->escalation_timer = 0;
-    background_watch(k);
+    limits_background_watch(k);
 }
 
 void limits_interrupt_all(struct kernel *k, const char *reason)
 {
     if (!any_running(k))
         return;
+    for (size_t i = 0; i < k->nshells; i++) {
+        struct request *r = k->shells[i].current;
+        if (!r || !r->interrupt_told || k->io.worker(k->io.ctx) != KERNEL_WORKER_READY)
+            continue;
+        /* The user was told what a second interrupt does, and chose it. */
+        log_info("interrupted again (%s) while %s %s had not stopped: restarting the "
+                 "worker",
+                 reason, msg_type(r->msg), msg_id(r->msg));
+        char why[512];
+        snprintf(why, sizeof why,
+                 "Interrupted again while the %.64s had not stopped at the first "
+                 "interrupt (it was probably inside a long call to compiled code), so "
+                 "its worker was restarted: variables and imports from earlier cells "
+                 "are lost.",
+                 r->execute ? "cell" : msg_type(r->msg));
+        k->io.restart_worker(k->io.ctx, why);
+        return;
+    }
     log_info("interrupting the worker (%s)", reason);
     for (size_t i = 0; i < k->nshells; i++)
         interrupt_shell(k, &k->shells[i], false);

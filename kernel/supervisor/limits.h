@@ -1,11 +1,12 @@
 /* limits: what the supervisor enforces on the worker, out of the code's reach:
  * the time limit of every request that runs user code (a cell's, a shorter one
  * for completion and inspection), the escalation of an interrupt that is not
- * obeyed to a restart of the worker, the output caps (text and images, per
- * request, and per kernel for output that comes after its request has ended),
- * and the CPU time the worker may use while none of its requests runs. Each
- * request carries its own limit, timers and counts; the timers are time events
- * of the kernel's loop, so a test can drive them with a clock of its own. */
+ * obeyed (to a restart of the worker for a time limit's; to a line on stderr
+ * for the user's, whose next interrupt restarts it), the output caps (text and images,
+ * per request, and per kernel for output that comes after its request has ended), and the
+ * CPU time the worker may use while none of its requests runs. Each request carries its
+ * own limit, timers and counts; the timers are time events of the kernel's loop, so a
+ * test can drive them with a clock of its own. */
 #ifndef SANDPIT_LIMITS_H
 #define SANDPIT_LIMITS_H
 
@@ -15,7 +16,8 @@
 #include "kernel/supervisor/kernel.h"
 
 /* After an interrupt, how long a request has to stop before its worker is
- * restarted. */
+ * restarted (its time limit's interrupt) or it is told that it has not (the
+ * user's). */
 #define LIMITS_INTERRUPT_GRACE_S 5.0
 /* Output of no running request is capped per window of this many seconds. */
 #define LIMITS_LATE_WINDOW_S 60.0
@@ -38,8 +40,9 @@ void limits_start(struct kernel *k, struct request *r);
 void limits_stop(struct kernel *k, struct request *r);
 
 /* Interrupts every running request (SIGINT for the main shell's, a note on
- * the link for a subshell's) and arms the escalation of each. reason is for
- * the log. */
+ * the link for a subshell's) and arms the escalation of each; restarts the
+ * worker instead when a running request was told that it had not stopped at an
+ * earlier interrupt. reason is for the log. */
 void limits_interrupt_all(struct kernel *k, const char *reason);
 
 /* The worker's reply content for r, as its client is to get it (a new
@@ -85,8 +88,13 @@ void limits_report_dropped(struct kernel *k, struct request *r,
                            unsigned long worker_dropped);
 
 /* A new worker has said hello: its background budget is full, and counts from
- * now. */
+ * now (limits_background.c, as the two below). */
 void limits_worker_ready(struct kernel *k);
+/* No request runs: from now the worker's CPU time is background work (nothing
+ * if one runs, or the worker is not ready). */
+void limits_background_watch(struct kernel *k);
+/* A request runs, or the worker is going: what it uses is not background work. */
+void limits_background_unwatch(struct kernel *k);
 
 /* Publishes text on stderr as output of r, a note from the kernel itself that
  * no cap counts. */

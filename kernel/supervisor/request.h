@@ -45,7 +45,10 @@ struct request {
     double sent_at;   /* the loop's time when it went to the worker */
     bool interrupted_for_timeout;
     long long limit_timer;      /* time event of the time limit; 0: none */
-    long long escalation_timer; /* after an interrupt: restart if still running */
+    long long escalation_timer; /* after an interrupt: the end of its grace period */
+    /* A user's interrupt went unheeded through its grace period, and the client
+     * was told: the next interrupt restarts the worker. */
+    bool interrupt_told;
     struct request_output output;
     /* stdin: the msg_id of the input_request sent for it, "" when not waiting */
     char input_id[REQUEST_ID_MAX];

@@ -4,7 +4,8 @@
  * or a subshell named by the header's subshell_id (JEP 91). Each shell has at
  * most one request in the worker at a time; subshells run theirs in threads
  * of their own, so a long cell does not hold up a quick one elsewhere.
- * Control requests for the worker jump the main queue.
+ * Control requests for the worker jump the queue of their shell, in the order
+ * they came.
  *
  * Every request that leaves a queue is answered exactly once and followed by
  * exactly one idle, whichever way it ends; a request that fails under
@@ -29,21 +30,21 @@ void shells_init(struct kernel *k)
     k->nshells = 1; /* the main shell, id "" */
 }
 
-static void enqueue(struct shell *sh, struct request *r, bool front)
+/* Appends r to sh's queue; a control request goes after the control requests
+ * already waiting (they are all at its head) and before every other, so that
+ * control requests jump the shell's but keep their own order. */
+static void enqueue(struct shell *sh, struct request *r)
 {
-    if (front) {
-        r->next = sh->queue_head;
-        sh->queue_head = r;
-        if (!sh->queue_tail)
-            sh->queue_tail = r;
-    } else {
-        r->next = NULL;
-        if (sh->queue_tail)
-            sh->queue_tail->next = r;
-        else
-            sh->queue_head = r;
+    struct request **p = &sh->queue_head;
+    if (r->channel == CONNECTION_CONTROL)
+        while (*p && (*p)->channel == CONNECTION_CONTROL)
+            p = &(*p)->next;
+    else if (sh->queue_tail)
+        p = &sh->queue_tail->next;
+    r->next = *p;
+    *p = r;
+    if (!r->next)
         sh->queue_tail = r;
-    }
 }
 
 static struct request *dequeue(struct shell *sh)
@@ -358,7 +359,7 @@ void shells_submit(struct kernel *k, struct request **req)
         request_free(r);
         return;
     }
-    enqueue(sh, r, r->channel == CONNECTION_CONTROL);
+    enqueue(sh, r);
     shells_pump(k);
 }
 

@@ -165,7 +165,21 @@ static void test_a_request_may_tighten_its_limit_not_loosen_it(void)
     fake_release(&f);
 }
 
-static void test_an_interrupt_not_obeyed_restarts_the_worker(void)
+/* The text of the last stream sent for parent, or NULL. */
+static const char *last_stream(const struct fake *f, const char *parent)
+{
+    const char *text = NULL;
+    for (size_t i = 0; i < f->nsent; i++)
+        if (strcmp(f->sent[i].parent, parent) == 0 &&
+            strcmp(f->sent[i].label, "stream") == 0)
+            text = json_string_value(json_object_get(f->sent[i].content, "text"));
+    return text;
+}
+
+/* With no time limit, an interrupt the cell does not obey costs nothing by
+ * itself: after the grace period the cell is told so on stderr, and only the
+ * next interrupt restarts the worker. */
+static void test_an_interrupt_not_obeyed_is_told_then_a_second_restarts(void)
 {
     struct fake f;
     fake_init(&f);
@@ -179,17 +193,95 @@ static void test_an_interrupt_not_obeyed_restarts_the_worker(void)
     CHECK(!in.timeout);
     CHECK_STR(in.parent, a);
     CHECK(f.nsignals == 1 && f.signals[0] == SIGINT);
-    /* a second interrupt does not give the cell more time */
+    /* an interrupt within the grace period signals again, and neither restarts
+     * nor gives the cell more time before it is told */
     fake_advance(&f, 3);
     SEND(&f, i2, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
-    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S - 3 + 0.1);
+    CHECK_INT(f.nsignals, 2);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S - 3 - 0.1);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input");
+    fake_advance(&f, 0.2);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input stream");
+    const char *told = last_stream(&f, a);
+    CHECK(told && strstr(told, "has not stopped 5 s after the interrupt") != NULL);
+    CHECK(told && strstr(told, "Interrupt again to restart the worker") != NULL);
+    CHECK(told && strchr(told + 1, '\n') == told + strlen(told) - 1); /* one line */
+    CHECK_STR(
+        json_string_value(json_object_get(fake_find(&f, a, "stream")->content, "name")),
+        "stderr");
+    /* the cell may run as long as it likes: the state is not lost */
+    fake_advance(&f, 600);
+    CHECK_INT(f.nrestarts, 0);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input stream");
+    /* the next interrupt restarts the worker, and says why */
+    SEND(&f, i2, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
     REQUIRE(f.nrestarts == 1);
-    CHECK(strstr(f.restarts[0], "did not stop within 5 s of the interrupt") != NULL);
+    CHECK(strstr(f.restarts[0], "Interrupted again") != NULL);
+    CHECK(strstr(f.restarts[0], "lost") != NULL);
     CHECK_STR(ename_of(&f, a, "execute_reply"), "WorkerDied");
+    CHECK_STR(fake_labels(&f, i2), "busy interrupt_reply idle");
     /* with nothing running, an interrupt does nothing */
     size_t frames = f.nframes;
     SEND(&f, i1, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
     CHECK_INT(f.nframes, frames);
+    CHECK_INT(f.nrestarts, 1);
+    fake_release(&f);
+}
+
+/* A cell told that it has not stopped ends on its own, with its error; the next
+ * cell starts afresh: its first interrupt only interrupts. A silent cell is
+ * told nothing on iopub, and a second interrupt restarts its worker too. */
+static void test_a_told_cell_that_stops_keeps_the_state(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128], b[128], c[128], i[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"compiled()\"}", NULL);
+    SEND(&f, i, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S + 0.1);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input stream");
+    fake_worker_reply(&f, "", a, "error");
+    CHECK_STR(fake_labels(&f, a), "busy execute_input stream execute_reply idle");
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", "{\"code\": \"again()\"}", NULL);
+    SEND(&f, i, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    CHECK_INT(f.nrestarts, 0);
+    CHECK_INT(f.nsignals, 2);
+    fake_worker_reply(&f, "", b, "error");
+    SEND(&f, c, CONNECTION_SHELL, "execute_request",
+         "{\"code\": \"compiled()\", \"silent\": true}", NULL);
+    SEND(&f, i, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S + 0.1);
+    CHECK_STR(fake_labels(&f, c), "busy");
+    CHECK_INT(f.nrestarts, 0);
+    SEND(&f, i, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    CHECK_INT(f.nrestarts, 1);
+    fake_advance(&f, 100);
+    CHECK_INT(f.nrestarts, 1);
+    fake_release(&f);
+}
+
+/* A cell with a time limit: the user's interrupt is told as without one, and
+ * the time limit still ends the cell, restarting the worker if it must. */
+static void test_the_user_interrupt_leaves_the_time_limit_running(void)
+{
+    struct fake f;
+    fake_init(&f);
+    f.opts.timeout_s = 20;
+    char a[128], i[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", "{\"code\": \"compiled()\"}", NULL);
+    fake_advance(&f, 1);
+    SEND(&f, i, CONNECTION_CONTROL, "interrupt_request", NULL, NULL);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S + 0.1);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input stream");
+    CHECK_INT(f.nrestarts, 0);
+    fake_advance(&f, 20 - 1 - LIMITS_INTERRUPT_GRACE_S); /* the limit: interrupted */
+    CHECK_INT(fake_count_frames(&f, LINK_INTERRUPT), 2);
+    CHECK(last_interrupt(&f).timeout);
+    CHECK_INT(f.nrestarts, 0);
+    fake_advance(&f, LIMITS_INTERRUPT_GRACE_S);
+    REQUIRE(f.nrestarts == 1);
+    CHECK(strstr(f.restarts[0], "exceeded its time limit of 20 s") != NULL);
+    CHECK_STR(ename_of(&f, a, "execute_reply"), "TimeoutError");
     fake_release(&f);
 }
 
@@ -487,7 +579,9 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_time_limit_in_a_subshell),
     TESTING_CASE(test_a_cell_that_stops_in_time_leaves_no_timer),
     TESTING_CASE(test_a_request_may_tighten_its_limit_not_loosen_it),
-    TESTING_CASE(test_an_interrupt_not_obeyed_restarts_the_worker),
+    TESTING_CASE(test_an_interrupt_not_obeyed_is_told_then_a_second_restarts),
+    TESTING_CASE(test_a_told_cell_that_stops_keeps_the_state),
+    TESTING_CASE(test_the_user_interrupt_leaves_the_time_limit_running),
     TESTING_CASE(test_a_restart_for_the_time_limit_is_logged_once),
     TESTING_CASE(test_the_output_cap),
     TESTING_CASE(test_introspection_has_a_limit_of_its_own),

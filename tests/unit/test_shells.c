@@ -148,6 +148,40 @@ static void test_control_requests_jump_the_queue(void)
     fake_release(&f);
 }
 
+/* Control requests go before the shell's, and keep their own order: the first
+ * sent is the first served. */
+static void test_control_requests_keep_their_order(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char a[128], b[128], c1[128], c2[128], c3[128];
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("a"), NULL);
+    SEND(&f, b, CONNECTION_SHELL, "execute_request", EXEC("b"), NULL);
+    SEND(&f, c1, CONNECTION_CONTROL, "inspect_request",
+         "{\"code\": \"x\", \"cursor_pos\": 1}", NULL);
+    SEND(&f, c2, CONNECTION_CONTROL, "inspect_request",
+         "{\"code\": \"y\", \"cursor_pos\": 1}", NULL);
+    fake_worker_reply(&f, "", a, "ok");
+    CHECK_STR(fake_labels(&f, c1), "busy");
+    CHECK_STR(fake_labels(&f, c2), "");
+    /* one more while the first runs: after the second, before the shell's */
+    SEND(&f, c3, CONNECTION_CONTROL, "complete_request",
+         "{\"code\": \"z\", \"cursor_pos\": 1}", NULL);
+    fake_worker_reply(&f, "", c1, "ok");
+    CHECK_STR(fake_labels(&f, c2), "busy");
+    CHECK_STR(fake_labels(&f, c3), "");
+    fake_worker_reply(&f, "", c2, "ok");
+    CHECK_STR(fake_labels(&f, c3), "busy");
+    CHECK_STR(fake_labels(&f, b), "");
+    fake_worker_reply(&f, "", c3, "ok");
+    CHECK_STR(fake_labels(&f, b), "busy execute_input");
+    fake_worker_reply(&f, "", b, "ok");
+    /* and a queue that only the control requests left behind takes the next */
+    SEND(&f, a, CONNECTION_SHELL, "execute_request", EXEC("c"), NULL);
+    CHECK_STR(fake_labels(&f, a), "busy execute_input");
+    fake_release(&f);
+}
+
 static void test_requests_for_unknown_subshells_and_bad_cells(void)
 {
     struct fake f;
@@ -377,6 +411,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_a_failed_subshell_cell_aborts_only_its_own_queue),
     TESTING_CASE(test_subshells_run_beside_the_main_shell),
     TESTING_CASE(test_control_requests_jump_the_queue),
+    TESTING_CASE(test_control_requests_keep_their_order),
     TESTING_CASE(test_requests_for_unknown_subshells_and_bad_cells),
     TESTING_CASE(test_deleting_a_subshell_answers_its_requests),
     TESTING_CASE(test_at_most_fifteen_subshells),
