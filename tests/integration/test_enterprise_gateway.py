@@ -422,15 +422,52 @@ def yaml_safe(value):
     return yaml.dump(value, width=10000).replace("\n...", "").strip()
 
 
-def render_pod(folder, keywords):
+def render_pod(folder, keywords, with_yaml_safe=True):
+    """As launch_kubernetes.py renders it: 3.3.0 and later define yaml_safe, 3.2
+    does not."""
     import yaml
     from jinja2 import Environment, FileSystemLoader, select_autoescape
     env = Environment(loader=FileSystemLoader(os.path.join(folder, "scripts")),
                       trim_blocks=True, lstrip_blocks=True,
                       autoescape=select_autoescape(disabled_extensions=("j2", "yaml"),
                                                    default_for_string=True, default=True))
-    env.filters["yaml_safe"] = yaml_safe
+    if with_yaml_safe:
+        env.filters["yaml_safe"] = yaml_safe
     return yaml.safe_load(env.get_template("/kernel-pod.yaml.j2").render(**keywords))
+
+
+POD_KEYWORDS = {
+    "kernel_pod_name": "alice-k1", "kernel_namespace": "kernels",
+    "kernel_service_account_name": "default", "kernel_image": "registry.example/sandpit:1.0",
+    "kernel_memory_limit": "2Gi", "kernel_cpus": "500m", "kernel_working_dir": "/workspace",
+    "kernel_volume_mounts": [{"name": "work", "mountPath": "/workspace"}],
+    "kernel_volumes": [{"name": "work", "persistentVolumeClaim": {"claimName": "w"}}]}
+
+
+def test_the_pod_template_renders_with_the_launchers_of_3_2_and_3_3(jupyter_dir):
+    """Enterprise Gateway 3.2.3's launch_kubernetes.py has no yaml_safe filter,
+    3.3.0's has: the template renders the same pod with both, values with
+    YAML's special characters stay strings, and the pod's volumes belong to the
+    kernel's group (fsGroup)."""
+    folder, _ = install(jupyter_dir, "--enterprise-gateway", "kubernetes")
+    keywords = dict(POD_KEYWORDS, kernel_id="k1: {x} # 'y' \"z\" <&>",
+                    kernel_pod_name="alice-k1")
+    old = render_pod(folder, keywords, with_yaml_safe=False)
+    new = render_pod(folder, keywords)
+    assert old == new
+    assert old["metadata"]["labels"]["kernel_id"] == keywords["kernel_id"]
+    container = old["spec"]["containers"][0]
+    assert container["resources"] == {"requests": {"cpu": "500m"},
+                                      "limits": {"memory": "2Gi"}}
+    assert container["workingDir"] == "/workspace"
+    assert container["volumeMounts"] == keywords["kernel_volume_mounts"]
+    assert old["spec"]["volumes"] == keywords["kernel_volumes"]
+    assert old["spec"]["securityContext"]["fsGroup"] == 1000
+    assert "runAsGroup" not in old["spec"]["securityContext"]
+    given = render_pod(folder, dict(keywords, kernel_uid=1234, kernel_gid=4321),
+                       with_yaml_safe=False)
+    sc = given["spec"]["securityContext"]
+    assert (sc["runAsUser"], sc["runAsGroup"], sc["fsGroup"]) == (1234, 4321, 4321)
 
 
 def test_the_pod_template_starts_a_kernel_that_reports(jupyter_dir, tmp_path):
