@@ -155,7 +155,6 @@ int gateway_user_apply(struct options *o, char *err, size_t errlen)
         gateway_user_workspace(o->workspace, getenv("KERNEL_USERNAME"), &ws, err, errlen);
     if (rc || !ws)
         return rc;
-    log_info("the workspace of %s is %s", getenv("KERNEL_USERNAME"), ws);
     free(o->workspace);
     o->workspace = ws;
     return 0;
