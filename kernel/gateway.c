@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "kernel/client/connfile.h"
+#include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/supervisor/tmpdir.h"
 #include "protocol/errbuf.h"
@@ -487,9 +488,20 @@ int gateway_report(struct gateway *g, char *err, size_t errlen)
         goto out;
     }
     rc = 0;
+    g->reported = true;
 out:
     if (fd >= 0)
         close(fd);
     free(payload);
     return rc;
+}
+
+void gateway_log_unreported(const struct gateway *g)
+{
+    log_error("the kernel ended before it reported to the gateway at %s: the gateway, "
+              "which takes no failure from a kernel launcher, shows a launch timeout "
+              "for kernel %s (\"Waited too long ... to get connection file\", after "
+              "KERNEL_LAUNCH_TIMEOUT or EG_KERNEL_LAUNCH_TIMEOUT, 30 s by default); "
+              "the reason is in the lines above",
+              g->response_address, g->kernel_id ? g->kernel_id : "?");
 }

@@ -35,6 +35,7 @@ struct gateway {
     int ports[CONNECTION_NCHANNELS];
     int comm_fd; /* the communication port, listening; -1 once taken */
     int comm_port;
+    bool reported; /* gateway_report sent the connection */
 };
 
 void gateway_init(struct gateway *g);
@@ -71,6 +72,12 @@ int gateway_prepare(struct gateway *g, char *err, size_t errlen);
  * GATEWAY_REPORT_TIMEOUT_S. 0, or -errno with a sentence in err naming the
  * address. */
 int gateway_report(struct gateway *g, char *err, size_t errlen);
+
+/* For a kernel that ends before gateway_report succeeded: one line in the
+ * log that says so, how the gateway shows it (it has no message for a
+ * launcher's failure: it waits out its launch timeout) and that the reason is
+ * in the lines before. */
+void gateway_log_unreported(const struct gateway *g);
 
 /* Hands the listening communication port over (the caller closes it); -1 when
  * there is none. */

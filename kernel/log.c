@@ -18,6 +18,7 @@ static const char *log_role = "kernel";
 static enum log_level log_threshold = LOG_WARN;
 static int log_fd = 2;
 static void (*log_sink)(enum log_level level, const char *line, size_t len);
+static char log_context[160]; /* "" or what every line names, with the date */
 
 static const char *const names[] = {"error", "warning", "info", "debug"};
 
@@ -43,6 +44,11 @@ const char *log_level_name(enum log_level level)
     return level <= LOG_DEBUG ? names[level] : "?";
 }
 
+void log_set_context(const char *context)
+{
+    snprintf(log_context, sizeof log_context, "%s", context ? context : "");
+}
+
 void log_set_sink(void (*fn)(enum log_level level, const char *line, size_t len))
 {
     log_sink = fn;
@@ -58,10 +64,19 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
-    localtime_r(&ts.tv_sec, &tm);
-    int n =
-        snprintf(line, sizeof line, "[sandpit %s %02d:%02d:%02d.%03ld %s] ", log_role,
-                 tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+    int n;
+    if (log_context[0]) {
+        gmtime_r(&ts.tv_sec, &tm);
+        n = snprintf(line, sizeof line,
+                     "[sandpit %s %04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s] ", log_role,
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, ts.tv_nsec / 1000000, names[level], log_context);
+    } else {
+        localtime_r(&ts.tv_sec, &tm);
+        n = snprintf(line, sizeof line, "[sandpit %s %02d:%02d:%02d.%03ld %s] ", log_role,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+                     names[level]);
+    }
     int head = n;
     if (n > 0 && (size_t)n < sizeof line)
         n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
@@ -213,10 +228,28 @@ void log_plain(const char *fmt, ...)
 {
     int saved = errno;
     char line[2048];
+    int head = 0;
+    if (log_context[0]) {
+        /* A relayed line of a gateway's kernel names it too, before its own
+         * prefix. */
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        head = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02dZ %s ",
+                        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                        tm.tm_min, tm.tm_sec, log_context);
+        if (head < 0 || (size_t)head >= sizeof line)
+            head = 0;
+    }
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
+    int n = vsnprintf(line + head, sizeof line - (size_t)head, fmt, ap);
     va_end(ap);
+    if (n > 0 && (size_t)n >= sizeof line - (size_t)head)
+        n = (int)(sizeof line - (size_t)head) - 1;
+    if (n > 0)
+        n += head;
     if (n > 0) {
         ssize_t w =
             write(log_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);

@@ -19,6 +19,7 @@
 
 #include "kernel/client/commands.h"
 #include "kernel/gateway.h"
+#include "kernel/gateway_user.h"
 #include "kernel/install.h"
 #include "kernel/kernelspecs.h"
 #include "kernel/log.h"
@@ -68,10 +69,19 @@ static int kernel_main(int argc, char **argv)
     char err[512];
     int status = 2;
     if (gateway_take_options(&gw, &argc, argv, err, sizeof err) ||
-        options_parse(&o, argc, argv, err, sizeof err) ||
-        options_check(&o, err, sizeof err) ||
         (gw.enabled && gateway_check(&gw, err, sizeof err))) {
         fprintf(stderr, "sandpit kernel: %s\n", err);
+        goto out;
+    }
+    /* From here a gateway's kernel logs its errors with its id, user and date. */
+    if (gw.enabled)
+        gateway_user_log_start(gw.kernel_id);
+    if (options_parse(&o, argc, argv, err, sizeof err) ||
+        options_check(&o, err, sizeof err) || gateway_user_apply(&o, err, sizeof err)) {
+        if (gw.enabled)
+            log_error("sandpit kernel: %s", err);
+        else
+            fprintf(stderr, "sandpit kernel: %s\n", err);
         goto out;
     }
     if (gw.enabled && o.connection_file) {
@@ -87,7 +97,7 @@ static int kernel_main(int argc, char **argv)
     if (gw.enabled) {
         if (gateway_prepare(&gw, err, sizeof err) ||
             !(o.connection_file = strdup(gw.connection_file))) {
-            fprintf(stderr, "sandpit kernel: %s\n", err);
+            log_error("sandpit kernel: %s", err);
             status = 1;
             goto out;
         }
@@ -98,6 +108,8 @@ static int kernel_main(int argc, char **argv)
                  "the user who started the kernel");
     status = supervisor_run(&o, gw.enabled ? &gw : NULL);
 out:
+    if (gw.enabled && !gw.reported && gw.response_address)
+        gateway_log_unreported(&gw);
     gateway_release(&gw);
     options_release(&o);
     return status;

@@ -359,6 +359,14 @@ static void print_status_text(const json_t *s)
         printf("  %-16s %s\n", "network",
                json_is_true(json_object_get(lim, "network")) ? "on" : "off");
     }
+    json_t *counts = json_object_get(s, "counts");
+    if (json_is_object(counts))
+        printf("counts: %lld cells, %lld timed out, %lld out of memory, %lld worker "
+               "restarts\n",
+               json_integer_value(json_object_get(counts, "cells")),
+               json_integer_value(json_object_get(counts, "timeouts")),
+               json_integer_value(json_object_get(counts, "out_of_memory")),
+               json_integer_value(json_object_get(counts, "worker_restarts")));
     json_t *layers = json_object_get(s, "layers");
     if (json_is_array(layers)) {
         printf("sandbox (%s):\n",
@@ -432,6 +440,7 @@ int lifecycle_status_main(int argc, char **argv)
                         json_object_get(sp, "enabled"));
                     json_object_set_new(s, "limits", lim ? lim : json_null());
                     json_object_set(s, "layers", json_object_get(sp, "layers"));
+                    json_object_set(s, "counts", json_object_get(sp, "counts"));
                 }
             }
             msg_free(info);

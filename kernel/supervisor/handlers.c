@@ -56,6 +56,13 @@ static json_t *sandbox_summary(struct kernel *k)
         json_object_update(s, more);
     json_decref(more);
     if (s)
+        json_object_set_new(
+            s, "counts",
+            json_pack("{s:I, s:I, s:I, s:I}", "cells", (json_int_t)k->counts.cells,
+                      "timeouts", (json_int_t)k->counts.timeouts, "out_of_memory",
+                      (json_int_t)k->counts.out_of_memory, "worker_restarts",
+                      (json_int_t)k->counts.worker_restarts));
+    if (s)
         json_object_set_new(s, "layers",
                             k->sandbox_report ? json_incref(k->sandbox_report)
                                               : pending_layers(k));

@@ -115,6 +115,14 @@ struct kernel {
     unsigned long long history_mark;
     unsigned long history_refused; /* queries refused while one was answered */
     bool loader_pages_released;    /* after the first cell's reply (loadpages.h) */
+    /* Over the kernel's life, for kernel_info_reply's sandpit section (a
+     * platform's `sandpit status --json`, its monitoring). */
+    struct kernel_counts {
+        unsigned long long cells;           /* execute requests (not silent) run */
+        unsigned long long timeouts;        /* requests that reached their time limit */
+        unsigned long long out_of_memory;   /* workers ended by their memory limit */
+        unsigned long long worker_restarts; /* workers lost or replaced, restarted */
+    } counts;
 };
 
 /* Sets up k for the options (borrowed) with a new session, in the history's

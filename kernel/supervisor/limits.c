@@ -172,6 +172,7 @@ static double on_time_limit(struct loop *l, long long id, void *data)
     log_info("%s %s reached its time limit of %g s", msg_type(r->msg), msg_id(r->msg),
              r->timeout_s);
     r->interrupted_for_timeout = true;
+    k->counts.timeouts++;
     interrupt_shell(k, sh, true);
     return LOOP_NOMORE;
 }

@@ -270,6 +270,7 @@ static double on_hello_deadline(struct loop *l, long long id, void *data)
 
 void respawn_restart(struct respawn *w, const char *why)
 {
+    w->k->counts.worker_restarts++;
     shells_worker_lost(w->k, why);
     child_stop(w->child);
     respawn_start(w);
@@ -303,6 +304,11 @@ void respawn_reaped(struct respawn *w, int status)
     describe_exit(w->child, status, how, sizeof how);
     bool was_starting = child_state(w->child) == CHILD_STARTING;
     log_warn("the worker %s", how);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+        child_memory_killed(w->child))
+        w->k->counts.out_of_memory++;
+    if (!was_starting)
+        w->k->counts.worker_restarts++;
     child_exited(w->child);
     loop_del_timer(w->loop, w->hello_timer);
     w->hello_timer = 0;

@@ -381,6 +381,8 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
 {
     const char *code = json_string_value(json_object_get(r->msg->content, "code"));
     if (r->execute) {
+        if (!r->silent)
+            k->counts.cells++;
         if (r->store_history)
             k->execution_count++;
         r->execution_count = k->execution_count + (r->store_history ? 0 : 1);

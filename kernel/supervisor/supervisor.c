@@ -550,8 +550,9 @@ int supervisor_run(struct options *opts, struct gateway *gw)
         supervisor_release(&s);
         return 1;
     }
-    log_info("kernel %s listening on %s (%s), workspace %s", s.k.session.session,
-             s.conn.ip, s.conn.transport, opts->workspace);
+    log_info("kernel %s listening on %s (%s), workspace %s",
+             gw ? gw->kernel_id : s.k.session.session, s.conn.ip, s.conn.transport,
+             opts->workspace);
     rc = loop_run(s.loop);
     if (rc)
         log_error("the event loop failed: %s", zmq_strerror(-rc));

@@ -171,11 +171,15 @@ class Detached:
     """A kernel started as the DistributedProcessProxy starts one over SSH: the
     shell that starts it has exited, so it is nobody's child here."""
 
-    def __init__(self, argv, cwd, log):
+    def __init__(self, argv, cwd, log, username="alice"):
         # The gateway's environment may hold JPY_PARENT_PID (it is a Jupyter
         # application); exported over SSH it names a process that is not the
-        # kernel's parent, and the kernel must not end because of it.
-        cmd = "export JPY_PARENT_PID=%d;nohup" % os.getpid()
+        # kernel's parent, and the kernel must not end because of it. The
+        # client's KERNEL_* variables are exported too (KERNEL_USERNAME always).
+        cmd = "export JPY_PARENT_PID=%d;" % os.getpid()
+        if username is not None:
+            cmd += "export KERNEL_USERNAME=%s;" % shlex.quote(username)
+        cmd += "nohup"
         cmd += "".join(" " + shlex.quote(a) for a in argv)
         cmd += " >> %s 2>&1 & echo $!" % shlex.quote(str(log))
         out = subprocess.run(["sh", "-c", cmd], cwd=cwd, capture_output=True, text=True,
@@ -422,15 +426,52 @@ def yaml_safe(value):
     return yaml.dump(value, width=10000).replace("\n...", "").strip()
 
 
-def render_pod(folder, keywords):
+def render_pod(folder, keywords, with_yaml_safe=True):
+    """As launch_kubernetes.py renders it: 3.3.0 and later define yaml_safe, 3.2
+    does not."""
     import yaml
     from jinja2 import Environment, FileSystemLoader, select_autoescape
     env = Environment(loader=FileSystemLoader(os.path.join(folder, "scripts")),
                       trim_blocks=True, lstrip_blocks=True,
                       autoescape=select_autoescape(disabled_extensions=("j2", "yaml"),
                                                    default_for_string=True, default=True))
-    env.filters["yaml_safe"] = yaml_safe
+    if with_yaml_safe:
+        env.filters["yaml_safe"] = yaml_safe
     return yaml.safe_load(env.get_template("/kernel-pod.yaml.j2").render(**keywords))
+
+
+POD_KEYWORDS = {
+    "kernel_pod_name": "alice-k1", "kernel_namespace": "kernels",
+    "kernel_service_account_name": "default", "kernel_image": "registry.example/sandpit:1.0",
+    "kernel_memory_limit": "2Gi", "kernel_cpus": "500m", "kernel_working_dir": "/workspace",
+    "kernel_volume_mounts": [{"name": "work", "mountPath": "/workspace"}],
+    "kernel_volumes": [{"name": "work", "persistentVolumeClaim": {"claimName": "w"}}]}
+
+
+def test_the_pod_template_renders_with_the_launchers_of_3_2_and_3_3(jupyter_dir):
+    """Enterprise Gateway 3.2.3's launch_kubernetes.py has no yaml_safe filter,
+    3.3.0's has: the template renders the same pod with both, values with
+    YAML's special characters stay strings, and the pod's volumes belong to the
+    kernel's group (fsGroup)."""
+    folder, _ = install(jupyter_dir, "--enterprise-gateway", "kubernetes")
+    keywords = dict(POD_KEYWORDS, kernel_id="k1: {x} # 'y' \"z\" <&>",
+                    kernel_pod_name="alice-k1")
+    old = render_pod(folder, keywords, with_yaml_safe=False)
+    new = render_pod(folder, keywords)
+    assert old == new
+    assert old["metadata"]["labels"]["kernel_id"] == keywords["kernel_id"]
+    container = old["spec"]["containers"][0]
+    assert container["resources"] == {"requests": {"cpu": "500m"},
+                                      "limits": {"memory": "2Gi"}}
+    assert container["workingDir"] == "/workspace"
+    assert container["volumeMounts"] == keywords["kernel_volume_mounts"]
+    assert old["spec"]["volumes"] == keywords["kernel_volumes"]
+    assert old["spec"]["securityContext"]["fsGroup"] == 1000
+    assert "runAsGroup" not in old["spec"]["securityContext"]
+    given = render_pod(folder, dict(keywords, kernel_uid=1234, kernel_gid=4321),
+                       with_yaml_safe=False)
+    sc = given["spec"]["securityContext"]
+    assert (sc["runAsUser"], sc["runAsGroup"], sc["fsGroup"]) == (1234, 4321, 4321)
 
 
 def test_the_pod_template_starts_a_kernel_that_reports(jupyter_dir, tmp_path):
@@ -488,3 +529,126 @@ def test_the_pod_template_starts_a_kernel_that_reports(jupyter_dir, tmp_path):
             kc.stop_channels()
         end(proc)
         gw.close()
+
+
+LOG_HEAD = r"\[sandpit kernel \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \w+ kernel_id=%s user=%s\] "
+
+
+def test_every_log_line_names_the_gateways_kernel_and_user(remote):
+    """The log the gateway keeps per kernel (EG_KERNEL_LOG_DIR/kernel-ID.log on
+    the host) names the gateway's kernel id, the user and the date on every
+    line, and the kernel's own session id nowhere as its name (the module's
+    kernel has run its cells and shut down by now)."""
+    lines = [l for l in log_of(remote).splitlines() if l.strip()]
+    assert lines
+    head = re.compile(LOG_HEAD % (re.escape(remote.kernel_id), "alice"))
+    relayed = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ kernel_id=%s user=alice worker\| "
+                         % re.escape(remote.kernel_id))
+    for line in lines:
+        assert head.match(line) or relayed.match(line), line
+    assert any("kernel %s listening on" % remote.kernel_id in l for l in lines), lines
+
+
+def start_detached(jupyter_dir, tmp_path, workspace, username, extra=()):
+    gw = Gateway()
+    _, spec = install(jupyter_dir, "--enterprise-gateway", "distributed", "--workspace",
+                      workspace, "--log-level", "info", *extra)
+    assert workspace in spec["argv"], "install keeps the placeholder"
+    kernel_id = str(uuid.uuid4())
+    argv = format_kernel_cmd(spec["argv"], {
+        "kernel_id": kernel_id, "response_address": gw.response_address,
+        "public_key": gw.public_key, "port_range": "0..0"})
+    log = tmp_path / ("kernel-%s.log" % kernel_id)
+    cwd = tmp_path / ("cwd-" + kernel_id)
+    cwd.mkdir()
+    return gw, kernel_id, Detached(argv, str(cwd), log, username=username), log
+
+
+def wait_ended(proc, gw, timeout=LIMIT):
+    """Waits for a detached kernel to end; it must not have reported."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "the kernel still runs"
+        assert not select.select([gw.sock], [], [], 0.05)[0], "the kernel reported"
+    assert not select.select([gw.sock], [], [], 0)[0], "the kernel reported"
+
+
+def test_each_user_of_one_remote_account_has_a_workspace_and_history_of_their_own(
+        jupyter_dir, tmp_path):
+    """Over SSH every kernel runs as the one remote user: with --workspace
+    DIR/{username}, each of the gateway's users gets DIR/<user>, made 0700,
+    with its own files and its own history."""
+    base = tmp_path / "notebooks"
+    base.mkdir()
+    workspace = str(base) + "/{username}"
+    kernels = {}
+    try:
+        for user in ("alice", "bob"):
+            gw, kid, proc, log = start_detached(jupyter_dir, tmp_path, workspace, user)
+            kernels[user] = (gw, proc, None)
+            kc = connect(gw.receive(proc))
+            kernels[user] = (gw, proc, kc)
+        for user in ("alice", "bob"):
+            folder = base / user
+            st = os.stat(folder)
+            assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
+            assert st.st_uid == os.getuid()
+        alice, bob = Kernel(None, kernels["alice"][2]), Kernel(None, kernels["bob"][2])
+        assert bob.run("secret_of_bob = 1\nopen('bob.txt', 'w').write('b')\nprint('ok')") \
+            == "ok\n"
+        assert (base / "bob" / "bob.txt").read_text() == "b"
+        assert os.listdir(base / "alice") == [] or "bob.txt" not in os.listdir(base / "alice")
+        reply, _ = alice.execute("open(%r).read()" % str(base / "bob" / "bob.txt"))
+        assert reply["content"]["status"] == "error"
+        found = alice.run("%history -g secret_of_bob")
+        assert "secret_of_bob = 1" not in found, found
+        assert "secret_of_bob = 1" in bob.run("%history -g secret_of_bob")
+    finally:
+        for gw, proc, kc in kernels.values():
+            if kc:
+                kc.stop_channels()
+            proc.end()
+            gw.close()
+
+
+@pytest.mark.parametrize("username", ["../x", "a/b", ".hidden", "", "x" * 65, "al ice",
+                                      "é"])
+def test_a_hostile_user_name_is_refused_and_makes_no_folder(jupyter_dir, tmp_path,
+                                                            username):
+    base = tmp_path / "notebooks"
+    base.mkdir()
+    gw, kid, proc, log = start_detached(jupyter_dir, tmp_path, str(base) + "/{username}",
+                                        username)
+    try:
+        wait_ended(proc, gw)
+    finally:
+        proc.end()
+        gw.close()
+    text = log.read_text()
+    assert os.listdir(base) == [] and not (tmp_path / "x").exists(), os.listdir(base)
+    assert "KERNEL_USERNAME" in text, text
+    assert ("cannot name a workspace" in text or "is not set" in text), text
+    assert re.search(r"\[sandpit kernel \d{4}-\d\d-\d\dT[^\]]* error kernel_id=%s\] "
+                     % re.escape(kid), text), text
+    assert "ended before it reported to the gateway" in text, text
+
+
+def test_a_missing_workspace_is_logged_with_how_the_gateway_shows_it(jupyter_dir, tmp_path):
+    """The gateway has no message for a launcher's failure: the kernel exits
+    at once, sends nothing, and its log says why, with the gateway's kernel
+    id, the user and the date, and what the gateway will show."""
+    missing = str(tmp_path / "not-on-this-host")
+    for workspace in (missing, missing + "/{username}"):
+        gw, kid, proc, log = start_detached(jupyter_dir, tmp_path, workspace, "carol")
+        try:
+            wait_ended(proc, gw)
+        finally:
+            proc.end()
+            gw.close()
+        text = log.read_text()
+        head = LOG_HEAD % (re.escape(kid), "carol")
+        assert re.search(head + r".*(workspace|workspaces' folder) %s" % re.escape(missing),
+                         text), text
+        assert re.search(head + r"the kernel ended before it reported to the gateway at "
+                         + re.escape(gw.response_address) + r".*launch timeout", text), text
+        assert not os.path.exists(missing)
