@@ -78,6 +78,25 @@ def test_a_kernel_started_outside_its_workspace_runs_in_the_workspace(jupyter_di
         stop(k)
 
 
+def test_a_started_kernel_runs_in_its_workspace(jupyter_dir, tmp_path):
+    """`sandpit start --workspace DIR` given in a folder inside DIR: the kernel is the
+    workspace's, and its cells run there, as they did."""
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+
+    def sandpit(*args, cwd):
+        return subprocess.run([SANDPIT, *args], cwd=str(cwd), capture_output=True,
+                              text=True, timeout=LIMIT)
+
+    try:
+        p = sandpit("start", "--workspace", str(ws), cwd=ws / "sub")
+        assert p.returncode == 0, p.stderr
+        p = sandpit("run", "import os\nprint(os.getcwd())", cwd=ws)
+        assert (p.returncode, p.stdout) == (0, str(ws.resolve()) + "\n"), p.stderr
+    finally:
+        sandpit("stop", cwd=ws)
+
+
 # --- a binary without its worker ------------------------------------------------------
 
 
