@@ -4,7 +4,7 @@
  * user's Jupyter data folder (JUPYTER_DATA_DIR, else XDG_DATA_HOME/jupyter,
  * else ~/.local/share/jupyter), --prefix DIR under DIR/share/jupyter, and by
  * default the system-wide /usr/local/share/jupyter. Relative folders among
- * the options (--venv, --read, --history) are made absolute: the kernel
+ * the options (--workspace, --venv, --read, --history) are made absolute: the kernel
  * starts in the notebook's folder, not in this one. The kernel's options
  * (limits, sandbox, network) are written into argv, so a kernelspec is a
  * complete description of how its kernels run. */
@@ -22,6 +22,7 @@
 #include "kernel/fsutil.h"
 #include "kernel/gateway_spec.h"
 #include "kernel/options.h"
+#include "kernel/supervisor/respawn.h"
 
 static void usage(FILE *f)
 {
@@ -98,6 +99,28 @@ bool install_valid_name(const char *name)
     return true;
 }
 
+/* A relative --workspace is the folder's where the command was given, not the
+ * notebook's where a kernel will start; it need not exist yet (a gateway's host
+ * may make it). 0 or -errno. */
+static int absolute_workspace(struct options *o)
+{
+    char cwd[PATH_MAX], *abs = NULL;
+    if (!o->workspace || o->workspace[0] == '/')
+        return 0;
+    if (!getcwd(cwd, sizeof cwd))
+        return -errno;
+    const char *rel = o->workspace;
+    while (rel[0] == '.' && (rel[1] == '/' || rel[1] == 0)) /* "." and "./x" */
+        rel += rel[1] ? 2 : 1;
+    while (*rel == '/')
+        rel++;
+    if (asprintf(&abs, "%s%s%s", cwd, *rel && strcmp(cwd, "/") != 0 ? "/" : "", rel) < 0)
+        return -ENOMEM;
+    free(o->workspace);
+    o->workspace = abs;
+    return 0;
+}
+
 int install_main(int argc, char **argv)
 {
     bool user = false, agent = false;
@@ -164,6 +187,11 @@ int install_main(int argc, char **argv)
         fprintf(stderr, "sandpit install: %s\n", err);
         goto out;
     }
+    if (absolute_workspace(&o)) {
+        fprintf(stderr, "sandpit install: --workspace %s cannot be made absolute\n",
+                o.workspace);
+        goto out;
+    }
     if ((gateway && !gateway_spec_known(gateway)) || (image && !gateway)) {
         fprintf(stderr, "sandpit install: --enterprise-gateway takes distributed or "
                         "kubernetes (--image goes with kubernetes)\n");
@@ -195,6 +223,13 @@ int install_main(int argc, char **argv)
         goto out;
     }
     self[n] = 0;
+    /* A kernelspec that runs here must find its worker (a gateway's kernels run
+     * on other hosts or in an image, with theirs). */
+    char worker[PATH_MAX];
+    if (!gateway && respawn_worker_program(worker, sizeof worker, err, sizeof err)) {
+        fprintf(stderr, "sandpit install: no kernel could start: %s\n", err);
+        goto out;
+    }
 
     char dir[PATH_MAX], base[PATH_MAX];
     int rc = install_data_dir(user, prefix, base, sizeof base);

@@ -14,6 +14,7 @@
  *
  * The kernel's stdout is never written to: in kernel mode everything goes
  * to the log on stderr. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@
 #include "kernel/kernelspecs.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
+#include "kernel/supervisor/respawn.h"
 #include "kernel/supervisor/supervisor.h"
 #include "kernel/version.h"
 #include "sandbox/home.h"
@@ -146,6 +148,14 @@ static int check_sandbox_main(int argc, char **argv)
     sandbox_masks_release(&masks);
     if (rc) {
         fprintf(stderr, "sandpit check-sandbox: %s\n", strerror(-rc));
+        options_release(&o);
+        return 1;
+    }
+    /* The layers are the worker's: none is in force if it cannot start. */
+    char worker[PATH_MAX], why[PATH_MAX + 256];
+    if (respawn_worker_program(worker, sizeof worker, why, sizeof why)) {
+        printf("sandpit %s sandbox on this machine: none, the worker cannot start: %s\n",
+               SANDPIT_VERSION, why);
         options_release(&o);
         return 1;
     }

@@ -116,10 +116,21 @@ static char **kernel_environment(pid_t parent)
     return env;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
+/* In the child, between fork and exec: only async-signal-safe calls. The
+ * kernel starts in its --workspace, where its cells then run, whatever folder
+ * the command was given in (a kernel started inside its workspace runs in that
+ * folder: the notebook's, for a client that starts one per notebook). */
 static _Noreturn void exec_kernel(char **argv, char **env, int null_fd, int log_fd,
                                   int err_fd)
 {
+    static const char opt[] = "--workspace";
+    for (size_t i = 1; argv[i] && argv[i + 1]; i++) {
+        size_t n = 0; /* strcmp by hand: it is not on the async-signal-safe list */
+        while (n < sizeof opt && argv[i][n] == opt[n])
+            n++;
+        if (n == sizeof opt && chdir(argv[i + 1]) == 0)
+            break;
+    }
     dup2(null_fd, 0);
     dup2(null_fd, 1);
     if (log_fd >= 0)

@@ -318,7 +318,8 @@ static void print_limit(const char *name, const json_t *v, const char *unit)
 {
     double x = json_number_value(v);
     if (x > 0)
-        printf("  %-16s %g%s\n", name, x, unit);
+        printf(x == (double)(long long)x ? "  %-16s %.0f%s\n" : "  %-16s %g%s\n", name, x,
+               unit); /* 16777216, not 1.67772e+07 */
     else
         printf("  %-16s none\n", name);
 }

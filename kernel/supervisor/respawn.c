@@ -21,6 +21,49 @@
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
 
+int respawn_worker_program(char *out, size_t len, char *why, size_t whylen)
+{
+    /* The worker's program is installed beside this one (kernel/worker_main.c). */
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        int rc = n < 0 ? -errno : -ENOENT;
+        snprintf(why, whylen, "cannot find this binary (%s)", strerror(-rc));
+        return rc;
+    }
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    int dir = slash ? (int)(slash - self) : 0;
+    if (snprintf(out, len, "%.*s/%s", dir, self, RESPAWN_PROGRAM) >= (int)len) {
+        snprintf(why, whylen, "the path of the worker's program is too long");
+        return -ENAMETOOLONG;
+    }
+#ifdef SANDPIT_WORKER_PYTHON
+    int mode = R_OK;
+#else
+    int mode = X_OK;
+#endif
+    if (access(out, mode) != 0) {
+        int rc = -errno;
+        snprintf(why, whylen,
+                 "the worker's program %s cannot be run (%s): it is installed beside "
+                 "sandpit (make install puts both in place)",
+                 out, strerror(-rc));
+        return rc;
+    }
+#ifdef SANDPIT_WORKER_PYTHON
+    if (access(SANDPIT_WORKER_PYTHON, X_OK) != 0) {
+        int rc = -errno;
+        snprintf(why, whylen,
+                 "the worker runs in %s, the Python sandpit was built with, which "
+                 "cannot be run (%s)",
+                 SANDPIT_WORKER_PYTHON, strerror(-rc));
+        return rc;
+    }
+#endif
+    return 0;
+}
+
 int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
                  const struct options *opts)
 {
@@ -29,40 +72,13 @@ int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct lo
     w->child = c;
     w->loop = l;
     w->opts = opts;
-    /* The worker's program is installed beside this one (kernel/worker_main.c). */
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -errno;
-    self[n] = 0;
-    char *slash = strrchr(self, '/');
-    size_t dir = slash ? (size_t)(slash - self) : 0;
-    if (!(w->program = malloc(dir + sizeof "/" RESPAWN_PROGRAM)))
-        return -ENOMEM;
-    memcpy(w->program, self, dir);
-    strcpy(w->program + dir, "/" RESPAWN_PROGRAM);
-#ifdef SANDPIT_WORKER_PYTHON
-    int mode = R_OK;
-#else
-    int mode = X_OK;
-#endif
-    if (access(w->program, mode) != 0) {
-        int rc = -errno;
-        log_error("the worker's program %s cannot be run (%s): it is installed beside "
-                  "sandpit (make install puts both in place)",
-                  w->program, strerror(errno));
+    char program[PATH_MAX], why[PATH_MAX + 256];
+    int rc = respawn_worker_program(program, sizeof program, why, sizeof why);
+    if (rc) {
+        log_error("%s", why);
         return rc;
     }
-#ifdef SANDPIT_WORKER_PYTHON
-    if (access(SANDPIT_WORKER_PYTHON, X_OK) != 0) {
-        int rc = -errno;
-        log_error("the worker runs in %s, the Python sandpit was built with, which "
-                  "cannot be run (%s)",
-                  SANDPIT_WORKER_PYTHON, strerror(errno));
-        return rc;
-    }
-#endif
-    return 0;
+    return (w->program = strdup(program)) ? 0 : -ENOMEM;
 }
 
 /* The environment a worker gets: env as child_environment made it, with, where

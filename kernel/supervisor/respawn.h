@@ -47,6 +47,9 @@ struct respawn {
     unsigned started;      /* workers started */
 };
 
+/* The worker's program (or library), beside this binary, in out: 0, or -errno
+ * when it cannot be found or run, with why in why (the path it looked for). */
+int respawn_worker_program(char *out, size_t len, char *why, size_t whylen);
 /* 0, or -errno when the worker's program cannot be found or run (logged). */
 int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct loop *l,
                  const struct options *opts);

@@ -347,6 +347,27 @@ static bool import_user_code(const struct options *o, const struct sandbox_polic
     return later;
 }
 
+/* The folder the client started the kernel in, taken before the worker leaves it;
+ * empty if it could not be read. */
+static char start_folder[PATH_MAX];
+
+/* The code's working folder: the client's (a notebook's folder, as in ipykernel)
+ * where it lies inside the workspace, else the workspace, the worker's folder
+ * until now (PYTHONPATH's relative entries and the preloads were resolved there). */
+static void enter_start_folder(const char *workspace)
+{
+    size_t n = strlen(workspace);
+    bool inside = start_folder[0] && strncmp(start_folder, workspace, n) == 0 &&
+                  (start_folder[n] == 0 || start_folder[n] == '/' ||
+                   (n && workspace[n - 1] == '/'));
+    if (!inside || start_folder[n] == 0 || chdir(start_folder) == 0)
+        return;
+    log_warn("the code runs in the workspace %s: it cannot enter %s (%s)", workspace,
+             start_folder, strerror(errno));
+    if (chdir(workspace) != 0)
+        log_warn("cannot return to the workspace: %s", strerror(errno));
+}
+
 /* The hello frame: the interpreter and the sandbox's report (new text). */
 static char *hello_json(const struct sandbox_report *r)
 {
@@ -440,6 +461,8 @@ int worker_main(int argc, char **argv)
      * own, or sandpit-worker: the Makefile). */
     if (prefault_library_data("libpython") == -ENOENT)
         prefault_library_data(NULL);
+    if (!getcwd(start_folder, sizeof start_folder))
+        start_folder[0] = 0;
     if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
         return 4;
@@ -590,6 +613,7 @@ int worker_main(int argc, char **argv)
         stopwatch_step(&watch, "the workspace's paths and preloads, under seccomp");
     }
     free(pythonpath);
+    enter_start_folder(o.workspace);
     if (template) {
         pyrt_warm();
         stopwatch_step(&watch,

@@ -14,9 +14,11 @@ import glob
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -301,15 +303,16 @@ def action(name, errno):
             "SCMP_ACT_LOG": 0x7ffc0000}[name]
 
 
-# argv: the profile ("-": none), the uid to run as (-1: this one), the command
+# argv: the profile ("-": none), the uid to run as (-1: this one), the command. The
+# profile is read first: the other user may not reach the clone it lies in.
+profile = json.load(open(sys.argv[1])) if sys.argv[1] != "-" else None
 if int(sys.argv[2]) >= 0:  # as a pod's user: not root, no capability
     os.setgroups([])
     os.setgid(int(sys.argv[2]))
     os.setuid(int(sys.argv[2]))
-if sys.argv[1] != "-":
+if profile is not None:
     # As runc does: the default action, then a rule per name (the conditions of one
     # rule together), then no_new_privs and the filter (libseccomp sets both on load).
-    profile = json.load(open(sys.argv[1]))
     ctx = lib.seccomp_init(action(profile["defaultAction"],
                                   profile.get("defaultErrnoRet", 1)))
     for rule in profile["syscalls"]:
@@ -334,10 +337,26 @@ def launcher(tmp_path):
     return [sys.executable, str(path), PROFILE]
 
 
-def layers_of(command):
+@pytest.fixture
+def reachable_sandpit():
+    """The binary and its worker, copied into a fresh folder of mode 0755 in /tmp: a
+    pod's user cannot enter a clone in a folder of mode 0700 (mktemp -d's, /root)."""
+    folder = tempfile.mkdtemp(prefix="sandpit-reachable-")
+    try:
+        os.chmod(folder, 0o755)
+        here = os.path.dirname(os.path.realpath(SANDPIT))
+        for name in ("sandpit", "sandpit-worker.so", "sandpit-worker"):
+            if os.path.exists(os.path.join(here, name)):
+                shutil.copy2(os.path.join(here, name), folder)
+        yield os.path.join(folder, "sandpit")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def layers_of(command, sandpit=SANDPIT):
     """check-sandbox's report through command, in /tmp, with /tmp as the home folder
     (a pod's user may not see this test's folders)."""
-    p = subprocess.run(command + [SANDPIT, "check-sandbox", "--memory", "256"],
+    p = subprocess.run(command + [sandpit, "check-sandbox", "--memory", "256"],
                        capture_output=True, text=True, timeout=60, cwd="/tmp",
                        env=dict(os.environ, HOME="/tmp"))
     assert p.returncode == 0, p.stdout + p.stderr
@@ -345,12 +364,12 @@ def layers_of(command):
             re.finditer(r"^sandbox: (\S+) +(\w+): (.*)$", p.stdout, re.M)}
 
 
-def test_check_sandbox_finds_the_same_layers_under_the_profile(launcher):
+def test_check_sandbox_finds_the_same_layers_under_the_profile(launcher, reachable_sandpit):
     """As a pod's user would run it (not root, no capability, where this test runs
     as root): every layer the machine gives without the profile, it gives under it."""
     uid = "65534" if os.geteuid() == 0 else "-1"
-    without = layers_of(launcher[:2] + ["-", uid])
-    under = layers_of(launcher + [uid])
+    without = layers_of(launcher[:2] + ["-", uid], reachable_sandpit)
+    under = layers_of(launcher + [uid], reachable_sandpit)
     for name, (state, detail) in under.items():
         print("%-18s %s: %s" % (name, state, detail))
     assert set(under) == set(without)
