@@ -59,8 +59,8 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
                               struct sandbox_layer *net, struct sandbox_layer *mnt,
                               bool small_tmpfs);
 
-/* mounts.c, for namespaces.c and masks.c: "./x" or "~/x" appended to a list for the report;
- * mount_setattr(MOUNT_ATTR_RDONLY) set or cleared on path. */
+/* mounts.c, for namespaces.c and masks.c: "./x" or "~/x" appended to a list for
+ * the report; mount_setattr(MOUNT_ATTR_RDONLY) set or cleared on path. */
 void sandbox__list_path(char *list, size_t size, const char *path, const char *workspace);
 int sandbox__mount_rdonly(const char *path, bool rdonly, bool recursive);
 
