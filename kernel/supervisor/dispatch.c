@@ -3,7 +3,8 @@
  * On the shell channel, replies come in the order of the requests, as from
  * ipykernel: a request that the supervisor answers itself (kernel_info,
  * history, an unknown one) waits its turn in its shell's queue behind the
- * requests for the worker, and is answered when it reaches the front. On
+ * requests for the worker, and is answered when it reaches the front (a
+ * history query's answer comes from its thread: the queue waits for it). On
  * control it is answered at once, and so is interrupt_request wherever it
  * comes (an interrupt that waited for the cell it interrupts would be none).
  *

@@ -7,6 +7,7 @@
 #include "kernel/supervisor/handlers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel/link/link.h"
@@ -106,19 +107,61 @@ void handlers_connect(struct kernel *k, struct request *req)
     outbox_reply(k, req, "connect_reply", &c, NULL);
 }
 
+/* The loop's watch of the history's answers, from its first query on. */
+static void on_history_answers(struct loop *l, long long id, int events, void *data)
+{
+    (void)l;
+    (void)id;
+    (void)events;
+    struct kernel *k = data;
+    history_collect(&k->history);
+}
+
+/* Asks q of the history's thread; done gets the answer. 0, or -errno with
+ * why in err. */
+static int ask_history(struct kernel *k, const struct history_query *q,
+                       size_t max_entries, size_t max_bytes, history_done_fn *done,
+                       void *arg, char *err, size_t errlen)
+{
+    int rc =
+        history_submit(&k->history, q, max_entries, max_bytes, done, k, arg, err, errlen);
+    if (rc == 0 && k->history_event <= 0) {
+        k->history_event =
+            loop_add_fd(k->loop, history_event_fd(&k->history), LOOP_READABLE,
+                        LOOP_RANK_CHANNELS, on_history_answers, k);
+        if (k->history_event <= 0)
+            log_error("history: cannot watch the answers of its queries");
+    }
+    return rc;
+}
+
+/* A client's history_request, answered by the history's thread. */
+static void history_answered(void *ctx, void *arg, json_t *list, const char *err)
+{
+    struct kernel *k = ctx;
+    struct request *req = arg;
+    if (!list && !err) { /* the kernel ends */
+        request_free(req);
+        return;
+    }
+    if (list) {
+        json_t *c = json_pack("{s:s, s:o}", "status", "ok", "history", list);
+        outbox_reply(k, req, "history_reply", &c, NULL);
+    } else {
+        outbox_error(k, req, "ValueError", err);
+    }
+    shells_answered(k, req);
+}
+
 void handlers_history(struct kernel *k, struct request *req)
 {
     char err[256];
     struct history_query q;
-    json_t *list = history_query_parse(req->msg->content, &q, err, sizeof err) == 0
-                       ? history_query(&k->history, &q, 0, 0, err, sizeof err)
-                       : NULL;
-    if (!list) {
+    if (history_query_parse(req->msg->content, &q, err, sizeof err) == 0 &&
+        ask_history(k, &q, 0, 0, history_answered, req, err, sizeof err) == 0)
+        req->deferred = true;
+    else
         outbox_error(k, req, "ValueError", err);
-        return;
-    }
-    json_t *c = json_pack("{s:s, s:o}", "status", "ok", "history", list);
-    outbox_reply(k, req, "history_reply", &c, NULL);
 }
 
 /* Whether the worker has not yet taken the answer to its last history query:
@@ -127,14 +170,52 @@ void handlers_history(struct kernel *k, struct request *req)
  * would queue answers of up to HANDLERS_WORKER_HISTORY_BYTES each. */
 static bool history_answer_pending(struct kernel *k)
 {
+    if (k->history_asking && k->history_asked_gen == k->worker_generation)
+        return true;
     return k->io.worker_written && k->io.worker_written(k->io.ctx) < k->history_mark;
+}
+
+/* A worker's query on the history's thread: the worker that asked it. */
+struct worker_query {
+    long long id;
+    unsigned long generation;
+};
+
+static void answer_worker(struct kernel *k, long long id, json_t *list, const char *err)
+{
+    json_t *w = link_history_reply_build(
+        &(struct link_history_reply){.id = id,
+                                     .history = list,
+                                     .error = list ? NULL : err,
+                                     .session = k->history.session});
+    if (w && k->io.to_worker(k->io.ctx, w, NULL) == 0 && list && k->io.worker_queued)
+        k->history_mark = k->io.worker_queued(k->io.ctx);
+    json_decref(w);
+}
+
+/* The answer to a worker's query: dropped if that worker has gone since. */
+static void worker_history_answered(void *ctx, void *arg, json_t *list, const char *err)
+{
+    struct kernel *k = ctx;
+    struct worker_query *wq = arg;
+    if (wq->generation == k->history_asked_gen)
+        k->history_asking = false;
+    if ((list || err) && wq->generation != k->worker_generation)
+        log_debug("history: the answer for a worker that has gone is dropped");
+    else if (list || err) {
+        if (!list)
+            log_info("the worker's history query was refused: %s", err);
+        answer_worker(k, wq->id, list, err);
+    }
+    json_decref(list);
+    free(wq);
 }
 
 void handlers_worker_history(struct kernel *k, const struct link_history *f)
 {
-    char err[256];
+    char err[256] = "";
     struct history_query q;
-    json_t *list = NULL;
+    struct worker_query *wq = NULL;
     if (history_answer_pending(k)) {
         snprintf(err, sizeof err,
                  "the kernel is still sending the answer to an earlier history query; "
@@ -144,23 +225,24 @@ void handlers_worker_history(struct kernel *k, const struct link_history *f)
             log_warn("the worker asked for the history before it took the last answer "
                      "(%lu times)",
                      n);
-    } else if (history_query_parse(f->query, &q, err, sizeof err) == 0) {
-        list = history_query(&k->history, &q, HANDLERS_WORKER_HISTORY_ENTRIES,
-                             HANDLERS_WORKER_HISTORY_BYTES, err, sizeof err);
-        if (!list)
-            log_info("the worker's history query was refused: %s", err);
+    } else if (history_query_parse(f->query, &q, err, sizeof err) == 0 &&
+               (wq = malloc(sizeof *wq))) {
+        *wq = (struct worker_query){.id = f->id, .generation = k->worker_generation};
+        if (ask_history(k, &q, HANDLERS_WORKER_HISTORY_ENTRIES,
+                        HANDLERS_WORKER_HISTORY_BYTES, worker_history_answered, wq, err,
+                        sizeof err) == 0) {
+            k->history_asking = true;
+            k->history_asked_gen = wq->generation;
+            return;
+        }
+        free(wq);
+        log_info("the worker's history query was refused: %s", err);
     } else {
+        if (err[0] == 0)
+            snprintf(err, sizeof err, "out of memory");
         log_info("the worker's history query was refused: %s", err);
     }
-    json_t *w = link_history_reply_build(
-        &(struct link_history_reply){.id = f->id,
-                                     .history = list,
-                                     .error = list ? NULL : err,
-                                     .session = k->history.session});
-    if (w && k->io.to_worker(k->io.ctx, w, NULL) == 0 && list && k->io.worker_queued)
-        k->history_mark = k->io.worker_queued(k->io.ctx);
-    json_decref(w);
-    json_decref(list);
+    answer_worker(k, f->id, NULL, err);
 }
 
 void handlers_shutdown(struct kernel *k, struct request *req)

@@ -15,10 +15,15 @@
 void handlers_kernel_info(struct kernel *k, struct request *req);
 /* connect_request: the five ports of the connection file. */
 void handlers_connect(struct kernel *k, struct request *req);
+/* history_request: answered from the history's query thread (history.h's
+ * history_submit) once its answer is collected; the request is kept
+ * (req->deferred) and its shell's queue waits for it. A query that is not one
+ * is answered at once with an error. */
 void handlers_history(struct kernel *k, struct request *req);
 /* The worker's history frame (%history): its query is checked as a client's
  * would be, and answered with a history_reply (the history, bounded, or why
- * not). f is borrowed. */
+ * not) from the query thread; one at a time, and an answer for a worker that
+ * has gone since (k->worker_generation) is dropped. f is borrowed. */
 void handlers_worker_history(struct kernel *k, const struct link_history *f);
 /* shutdown_request: the kernel ends (the loop stops), whatever restart says;
  * with restart true and metadata {"sandpit": {"in_place": true}}, the worker

@@ -19,10 +19,13 @@
  *   file, a read-only one, a full disk), gives the database up: the history
  *   goes on in memory, with the session's cells so far, and the log says so
  *   once. The kernel keeps serving; only persistence is lost.
- * - No query holds the loop: each has a deadline of HISTORY_QUERY_MS, which a
- *   progress handler and the search's own glob (history_glob.h) both keep; a
- *   query past it is an error that says so, not a partial answer (a search
- *   that stopped half-way would look like one that found nothing more).
+ * - No query holds the loop: each runs on the history's thread
+ *   (history_thread.c), with a deadline of HISTORY_QUERY_MS, which a progress
+ *   handler and the search's own glob (history_glob.h) both keep; a query
+ *   past it is an error that says so, not a partial answer (a search that
+ *   stopped half-way would look like one that found nothing more). While a
+ *   query reads db itself (in memory, or entries waiting), the loop leaves it
+ *   alone: writes wait in a list ("later"), in order.
  * - Nothing is quadratic. Every query is one statement with a LIMIT that walks
  *   the (session, line) key from the newest; a unique search keeps the latest
  *   row of each input with a GROUP BY, so a search of 20,000 cells is one scan
@@ -50,6 +53,7 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/supervisor/history_glob.h"
+#include "kernel/supervisor/history_thread.h"
 #include "protocol/errbuf.h"
 
 #define HISTORY_OPEN_BUSY_MS 1000 /* at the start and the end, outside the loop */
@@ -177,15 +181,11 @@ static int run_write(struct history *h, int which, long long line, const char *t
     return rc;
 }
 
-/* Stops a statement at the query's deadline (1: interrupt). */
+/* Stops a statement at the query's deadline, or when it is stopped (1:
+ * interrupt). */
 static int past_deadline(void *data)
 {
-    struct history_glob_clock *c = data;
-    if (c->deadline > 0 && monotime_now() > c->deadline) {
-        c->expired = true;
-        return 1;
-    }
-    return 0;
+    return history_glob_clock_up(data) ? 1 : 0;
 }
 
 /* sessions.workspace, added to a database made before it: its rows then have
@@ -338,6 +338,7 @@ static int flush_pending(struct history *h, char *why, size_t whylen)
 
 void history_close(struct history *h)
 {
+    history_thread_end(h); /* and the writes that waited for it */
     if (h->db) {
         char why[256];
         sqlite3_busy_timeout(h->db, HISTORY_OPEN_BUSY_MS); /* the loop has ended */
@@ -429,11 +430,65 @@ static int write_pending(struct history *h, int which, long long line, const cha
     return 0;
 }
 
+/* A write made while queries hold db (history_thread.c), for later. */
+struct history_later {
+    struct history_later *next;
+    int which;
+    long long line;
+    char text[];
+};
+
+/* Keeps a write for when db comes back; past the bounds of the pending
+ * entries, it is dropped (the log says so once). */
+static int write_later(struct history *h, int which, long long line, const char *text)
+{
+    size_t len = strlen(text);
+    struct history_later *w = NULL;
+    if (h->nlater < HISTORY_PENDING_MAX && h->later_bytes + len <= HISTORY_PENDING_BYTES)
+        w = malloc(sizeof *w + len + 1);
+    if (!w) {
+        if (!h->later_said)
+            log_warn("history: too many cells were written while the history was read: "
+                     "some are not kept");
+        h->later_said = true;
+        return -ENOMEM;
+    }
+    w->next = NULL;
+    w->which = which;
+    w->line = line;
+    memcpy(w->text, text, len + 1);
+    if (!h->later)
+        h->later_tail = &h->later;
+    *h->later_tail = w;
+    h->later_tail = &w->next;
+    h->nlater++;
+    h->later_bytes += len;
+    return 0;
+}
+
+static int write_row(struct history *h, int which, long long line, const char *text);
+
+void history_write_later(struct history *h)
+{
+    struct history_later *w = h->later;
+    h->later = NULL;
+    h->nlater = h->later_bytes = 0;
+    h->later_said = false;
+    while (w) {
+        struct history_later *next = w->next;
+        write_row(h, w->which, w->line, w->text);
+        free(w);
+        w = next;
+    }
+}
+
 /* A write: behind the pending ones while the file is busy; on the file's
  * other failures, given up for memory and tried there. */
 static int write_row(struct history *h, int which, long long line, const char *text)
 {
     char why[256];
+    if (h->lent)
+        return write_later(h, which, line, text);
     if (!h->db)
         return -ENOMEM;
     /* While entries wait, a write joins them, but for a try at most every
@@ -470,7 +525,7 @@ static int write_row(struct history *h, int which, long long line, const char *t
 void history_retry(struct history *h)
 {
     double now = monotime_now();
-    if (!h->db || !h->path || !h->pending || now < h->retry_at)
+    if (!h->db || !h->path || !h->pending || h->lent || now < h->retry_at)
         return;
     h->retry_at = now + HISTORY_RETRY_S;
     char why[256];
@@ -489,6 +544,8 @@ void history_retry(struct history *h)
 void history_new_session(struct history *h)
 {
     char why[256];
+    if (h->lent)
+        history_thread_drain(h); /* db back, and the writes that waited */
     if (!h->db)
         return;
     /* A restart is rare and the worker is away: the file may keep the loop as

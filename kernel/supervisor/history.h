@@ -16,12 +16,15 @@
 #include "kernel/supervisor/history_glob.h"
 
 #define HISTORY_FILE          "sandpit/history.sqlite" /* in the Jupyter data folder */
-#define HISTORY_QUERY_MS      250         /* the longest a query may hold the loop */
+#define HISTORY_QUERY_MS      1000        /* the longest a query may run (its thread) */
+#define HISTORY_JOBS_MAX      8           /* queries asked and not yet answered */
 #define HISTORY_PENDING_MAX   1000        /* most writes that wait for a busy file */
 #define HISTORY_PENDING_BYTES (16u << 20) /* and their text */
 
 struct sqlite3;
 struct sqlite3_stmt;
+struct history_thread;
+struct history_later;
 
 struct history {
     struct sqlite3 *db;
@@ -32,8 +35,16 @@ struct history {
     size_t pending, pending_bytes;   /* the writes that wait for a busy file */
     double pending_since, retry_at;  /* monotime_now's clock */
     bool pending_said;               /* the log has said that they wait */
-    struct history_glob_clock clock; /* the running query's deadline */
+    struct history_glob_clock clock; /* the deadline of a query on db */
     int folder; /* the database's folder, an O_PATH descriptor + 1; 0: none */
+    /* The query thread (history_thread.c), from the first query on. While
+     * `lent` of its queries use db (a history in memory, or entries waiting),
+     * the loop leaves db alone: writes wait in `later`, in order. */
+    struct history_thread *thread;
+    unsigned lent;
+    struct history_later *later, **later_tail;
+    size_t nlater, later_bytes;
+    bool later_said; /* the log has said that writes were dropped */
 };
 
 enum history_access { HISTORY_TAIL, HISTORY_RANGE, HISTORY_SEARCH };
@@ -93,6 +104,21 @@ int history_set_output(struct history *h, int line, const char *output);
 int history_query_parse(const json_t *content, struct history_query *q, char *err,
                         size_t errlen);
 
+/* What a query reads: a connection (used by one thread at a time), its
+ * clock (registered on it), this kernel's workspace and current session, and
+ * whether entries wait (the views that put them over the file's). */
+struct history_reader {
+    struct sqlite3 *db;
+    struct history_glob_clock *clock;
+    const char *workspace;
+    long long session;
+    bool pending;
+};
+
+/* history_query on r, in the caller's thread (history_query.c). */
+json_t *history_read(const struct history_reader *r, const struct history_query *q,
+                     size_t max_entries, size_t max_bytes, char *err, size_t errlen);
+
 /* Answers q with the reply's "history" list, in execution order: a new JSON
  * array of [session, line, input] (input [input, output] with q->output), of
  * this workspace's sessions only, or NULL with a sentence in err (one that
@@ -100,5 +126,28 @@ int history_query_parse(const json_t *content, struct history_query *q, char *er
  * entries and about max_bytes of text (0: no bound) are given: the newest. */
 json_t *history_query(struct history *h, const struct history_query *q,
                       size_t max_entries, size_t max_bytes, char *err, size_t errlen);
+
+/* A query's answer, in the loop's thread: the list (taken over) or NULL with
+ * the sentence err; both NULL when the history closes before it is answered
+ * (ctx and arg are then only to be released). */
+typedef void history_done_fn(void *ctx, void *arg, json_t *list, const char *err);
+
+/* Asks q (copied) of the query thread, as history_query would answer it, so
+ * that the loop never waits on it: done(ctx, arg, ...) is called from
+ * history_collect, in the order of the queries. The thread reads the file on
+ * a read-only connection of its own; a history in memory, or one whose
+ * entries wait for a busy file, is read on db itself, which the loop leaves
+ * to the thread until the answer is collected. 0, -EBUSY with
+ * HISTORY_JOBS_MAX queries asked already, -ENOMEM (err says why). */
+int history_submit(struct history *h, const struct history_query *q, size_t max_entries,
+                   size_t max_bytes, history_done_fn *done, void *ctx, void *arg,
+                   char *err, size_t errlen);
+/* The descriptor that is readable when answers wait for history_collect
+ * (for the loop to watch), or -1 before the first history_submit. */
+int history_event_fd(const struct history *h);
+/* Calls done for each answered query, in order. */
+void history_collect(struct history *h);
+/* Queries asked and not yet collected. */
+size_t history_asked(const struct history *h);
 
 #endif

@@ -102,6 +102,17 @@ static int item_matches(const unsigned char **p, unsigned c)
     return next_char(p) == c;
 }
 
+bool history_glob_clock_up(struct history_glob_clock *c)
+{
+    if (atomic_load_explicit(&c->stop, memory_order_relaxed))
+        return true;
+    if (c->deadline > 0 && monotime_now() > c->deadline) {
+        c->expired = true;
+        return true;
+    }
+    return false;
+}
+
 int history_glob_match(const char *pattern, const char *text,
                        struct history_glob_clock *clock)
 {
@@ -112,10 +123,8 @@ int history_glob_match(const char *pattern, const char *text,
     while (*s) {
         if (++steps >= look) {
             look = steps + CLOCK_EVERY;
-            if (clock && clock->deadline > 0 && monotime_now() > clock->deadline) {
-                clock->expired = true;
+            if (clock && history_glob_clock_up(clock))
                 return -ETIMEDOUT;
-            }
         }
         if (*p == '*') {
             while (*p == '*')

@@ -6,6 +6,7 @@
 #ifndef SANDPIT_HISTORY_GLOB_H
 #define SANDPIT_HISTORY_GLOB_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -20,14 +21,20 @@ struct sqlite3;
 int history_glob_check(const char *pattern, size_t len, char *err, size_t errlen);
 
 /* The deadline a query's matches stop at (monotime_now's clock; 0: none), and
- * whether a match was stopped by it since the last call with a new deadline. */
+ * whether a match was stopped by it since the last call with a new deadline;
+ * stop, which another thread may set, stops the query at once too. */
 struct history_glob_clock {
     double deadline;
     bool expired;
+    atomic_bool stop;
 };
 
-/* 1 if text matches pattern, 0 if not, -ETIMEDOUT once clock's deadline has
- * passed (clock->expired is then set). clock may be NULL: no deadline. */
+/* Whether a query on c must stop now: stop is set, or the deadline has
+ * passed (c->expired is then set). */
+bool history_glob_clock_up(struct history_glob_clock *c);
+
+/* 1 if text matches pattern, 0 if not, -ETIMEDOUT once clock is up
+ * (history_glob_clock_up). clock may be NULL: no deadline. */
 int history_glob_match(const char *pattern, const char *text,
                        struct history_glob_clock *clock);
 

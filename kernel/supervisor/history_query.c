@@ -98,8 +98,8 @@ static json_t *text_json(sqlite3_stmt *st, int col)
 
 /* The statement of q, reading the pending entries too while there are any:
  * ?1 session, ?2 start, ?3 stop, ?4 limit, ?5 pattern, ?6 workspace. */
-static void query_sql(const struct history *h, const struct history_query *q, char *sql,
-                      size_t len)
+static void query_sql(const struct history_reader *h, const struct history_query *q,
+                      char *sql, size_t len)
 {
     const char *in = h->pending ? "h_in" : "main.history";
     const char *out = h->pending ? "h_out" : "main.output_history";
@@ -165,7 +165,7 @@ static int collect(sqlite3_stmt *st, const struct history_query *q, size_t max_b
 /* The session `back` sessions before the current one among this workspace's
  * (others' sessions lie in between when several kernels share the file); 0
  * when there is none. */
-static long long session_back(struct history *h, long long back)
+static long long session_back(const struct history_reader *h, long long back)
 {
     sqlite3_stmt *st = NULL;
     long long found = 0;
@@ -183,27 +183,26 @@ static long long session_back(struct history *h, long long back)
     return found;
 }
 
-json_t *history_query(struct history *h, const struct history_query *q,
-                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
+json_t *history_read(const struct history_reader *h, const struct history_query *q,
+                     size_t max_entries, size_t max_bytes, char *err, size_t errlen)
 {
     long long limit = q->access == HISTORY_RANGE ? -1 : q->n;
-    long long session = q->session == 0  ? h->session
-                        : q->session > 0 ? q->session
-                        : h->db          ? session_back(h, -q->session)
-                                         : 0;
     if (max_entries && (limit < 0 || (unsigned long long)limit > max_entries))
         limit = (long long)max_entries;
     if (!h->db) {
         errbuf_set(-EIO, err, errlen, "the history is not available");
         return NULL;
     }
-    history_retry(h); /* the pending entries, if the file is free again */
+    struct history_glob_clock *clock = h->clock;
+    clock->deadline = monotime_now() + HISTORY_QUERY_MS / 1e3;
+    clock->expired = false;
+    long long session = q->session == 0  ? h->session
+                        : q->session > 0 ? q->session
+                                         : session_back(h, -q->session);
     char sql[2048];
     query_sql(h, q, sql, sizeof sql);
     sqlite3_stmt *st = NULL;
     json_t *rev = json_array(), *list = NULL;
-    h->clock =
-        (struct history_glob_clock){.deadline = monotime_now() + HISTORY_QUERY_MS / 1e3};
     int rc = rev ? sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) : SQLITE_NOMEM;
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, session);
@@ -214,11 +213,15 @@ json_t *history_query(struct history *h, const struct history_query *q,
         sqlite3_bind_text(st, 6, h->workspace, -1, SQLITE_STATIC);
         rc = collect(st, q, max_bytes, rev);
     }
-    bool late = h->clock.expired;
-    h->clock.deadline = 0;
+    bool late = clock->expired;
+    bool stopped = atomic_load(&clock->stop);
+    clock->deadline = 0;
     if (rc == SQLITE_DONE && (list = json_array()))
         for (size_t i = json_array_size(rev); i-- > 0;)
             json_array_append(list, json_array_get(rev, i));
+    else if (stopped)
+        errbuf_set(-ECANCELED, err, errlen,
+                   "the history query was stopped: the kernel is restarting or ending");
     else if (late)
         errbuf_set(-ETIMEDOUT, err, errlen,
                    "the history %s took longer than %d ms and was stopped%s",
@@ -231,4 +234,16 @@ json_t *history_query(struct history *h, const struct history_query *q,
     sqlite3_finalize(st);
     json_decref(rev);
     return list;
+}
+
+json_t *history_query(struct history *h, const struct history_query *q,
+                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
+{
+    history_retry(h); /* the pending entries, if the file is free again */
+    struct history_reader r = {.db = h->db,
+                               .clock = &h->clock,
+                               .workspace = h->workspace,
+                               .session = h->session,
+                               .pending = h->pending > 0};
+    return history_read(&r, q, max_entries, max_bytes, err, errlen);
 }

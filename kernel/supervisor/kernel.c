@@ -9,6 +9,7 @@
 
 #include "kernel/fsutil.h"
 #include "kernel/log.h"
+#include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
 
 /* True if dir is path or holds it. */
@@ -95,7 +96,9 @@ int kernel_init(struct kernel *k, const struct options *opts, const char *worksp
 void kernel_release(struct kernel *k)
 {
     shells_release(k);
-    history_close(&k->history);
+    if (k->history_event > 0)
+        loop_del_file(k->loop, k->history_event);
+    history_close(&k->history); /* the answers not yet given are dropped */
     json_decref(k->sandbox_report);
     k->sandbox_report = NULL;
 }

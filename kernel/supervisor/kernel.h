@@ -30,6 +30,9 @@ struct shell {
     char id[KERNEL_SHELL_ID_MAX];
     struct request *queue_head, *queue_tail; /* waiting for the worker */
     struct request *current;                 /* running in the worker */
+    /* Answered by the supervisor later (a history query on its thread): the
+     * queue waits for it. Borrowed: the handler owns it until then. */
+    struct request *answering;
 };
 
 /* What the worker can do for requests now. */
@@ -113,8 +116,12 @@ struct kernel {
     /* The worker's last history answer is taken once worker_written reaches
      * this (handlers.c: one query answered at a time). */
     unsigned long long history_mark;
-    unsigned long history_refused; /* queries refused while one was answered */
-    bool loader_pages_released;    /* after the first cell's reply (loadpages.h) */
+    unsigned long history_refused;   /* queries refused while one was answered */
+    long long history_event;         /* the loop's watch of the history's answers */
+    unsigned long worker_generation; /* + 1 each time the worker goes */
+    unsigned long history_asked_gen; /* the worker whose query is asked, */
+    bool history_asking;             /* while it is */
+    bool loader_pages_released;      /* after the first cell's reply (loadpages.h) */
     /* Over the kernel's life, for kernel_info_reply's sandpit section (a
      * platform's `sandpit status --json`, its monitoring). */
     struct kernel_counts {

@@ -34,6 +34,9 @@ struct request {
     /* The supervisor's own handler, which answers it when its turn comes in its
      * shell's queue (dispatch.c sets it); NULL: the worker answers it. */
     void (*answer)(struct kernel *k, struct request *r);
+    /* Set by answer when it keeps the request, to answer it later through
+     * shells_answered (its handler owns it until then). */
+    bool deferred;
     /* execute_request only */
     int execution_count;
     /* The count its reply carries: its own, or, for a cell that stores no

@@ -68,6 +68,7 @@ void shells_release(struct kernel *k)
             request_free(r);
         request_free(sh->current);
         sh->current = NULL;
+        sh->answering = NULL; /* its handler's */
     }
     for (size_t i = 0; i < KERNEL_RECENT_PARENTS; i++) {
         json_decref(k->recent[i]);
@@ -282,6 +283,7 @@ void shells_delete(struct kernel *k, struct shell *sh, const char *why)
 
 void shells_worker_lost(struct kernel *k, const char *why)
 {
+    k->worker_generation++;
     /* Each running request, in any shell, gets its own answer... */
     for (size_t i = 0; i < k->nshells; i++)
         lose_request(k, &k->shells[i], why);
@@ -363,14 +365,37 @@ void shells_submit(struct kernel *k, struct request **req)
     shells_pump(k);
 }
 
+/* Answers r with its handler; a request it keeps holds up the queue of the
+ * shell whose id is shell (NULL: none) until shells_answered. */
+static void answer(struct kernel *k, const char *shell, struct request *r)
+{
+    outbox_busy(k, r);
+    r->answer(k, r);
+    if (r->deferred) {
+        struct shell *sh = shell ? shells_find(k, shell) : NULL;
+        if (sh)
+            sh->answering = r;
+        return;
+    }
+    outbox_idle(k, r);
+    request_free(r);
+}
+
 void shells_answer(struct kernel *k, struct request **req)
 {
     struct request *r = *req;
     *req = NULL;
-    outbox_busy(k, r);
-    r->answer(k, r);
-    outbox_idle(k, r);
-    request_free(r);
+    answer(k, NULL, r);
+}
+
+void shells_answered(struct kernel *k, struct request *req)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        if (k->shells[i].answering == req)
+            k->shells[i].answering = NULL;
+    outbox_idle(k, req);
+    request_free(req);
+    shells_pump(k);
 }
 
 /* The request goes to the worker first, and its busy, execute_input and any
@@ -422,14 +447,15 @@ void shells_pump(struct kernel *k)
 again:
     for (size_t i = 0; i < k->nshells && !loop_stopped(k->loop); i++) {
         struct shell *sh = &k->shells[i];
-        while (!sh->current && sh->queue_head) {
+        while (!sh->current && !sh->answering && sh->queue_head) {
             struct request *r = sh->queue_head;
             enum kernel_worker w = k->io.worker(k->io.ctx);
             if (r->answer) {
                 /* Its handler may change the shells (delete a subshell, restart
                  * the worker): look at them afresh afterwards. */
-                r = dequeue(sh);
-                shells_answer(k, &r);
+                char id[KERNEL_SHELL_ID_MAX];
+                snprintf(id, sizeof id, "%s", sh->id);
+                answer(k, id, dequeue(sh));
                 goto again;
             } else if (w == KERNEL_WORKER_READY) {
                 r = dequeue(sh);

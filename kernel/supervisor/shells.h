@@ -30,6 +30,10 @@ void shells_submit(struct kernel *k, struct request **req);
  * and idle. */
 void shells_answer(struct kernel *k, struct request **req);
 
+/* A request whose handler kept it (req->deferred) has had its reply: its
+ * idle, and its shell's queue moves on. Frees req. */
+void shells_answered(struct kernel *k, struct request *req);
+
 /* Starts the first waiting request of every idle shell: a request the
  * supervisor answers itself at once, one for the worker if the worker is
  * ready; answers them with an error if the worker keeps failing to start. */

@@ -12,6 +12,9 @@ reach, and never held up by what another process or a pattern does.
 - The pattern of the report ("*" and 1,300 classes) answers at once with an
   error; a costly one under the bound is stopped at its deadline, and the
   heartbeat keeps answering all the while.
+- A search runs on the history's own thread: while a costly one runs, the
+  heartbeat answers every ping promptly and an interrupt_request on control
+  is answered before the search is.
 """
 
 import os
@@ -225,12 +228,14 @@ class Heartbeat(threading.Thread):
     """Pings the kernel's heartbeat until stopped (or a bounded count), and
     keeps the longest wait for an answer."""
 
-    def __init__(self, k):
+    def __init__(self, k, pause=0.05):
         super().__init__(daemon=True)
         info = k.km.get_connection_info()
         self.url = "%s://%s:%d" % (info["transport"], info["ip"], info["hb_port"])
         self.longest = 0.0
         self.answered = 0
+        self.pause = pause
+        self.times = []  # when each answer came (time.monotonic)
         self.done = threading.Event()
 
     def run(self):
@@ -248,11 +253,12 @@ class Heartbeat(threading.Thread):
             if got:
                 sock.recv()
                 self.answered += 1
+                self.times.append(time.monotonic())
             sock.close()
             self.longest = max(self.longest, waited)
             if not got:
                 return
-            time.sleep(0.05)
+            time.sleep(self.pause)
 
 
 def test_a_costly_search_does_not_stop_the_heartbeat(jupyter_dir, tmp_path):
@@ -290,6 +296,58 @@ def test_a_costly_search_does_not_stop_the_heartbeat(jupyter_dir, tmp_path):
         else:
             assert reply["history"] == [], reply
     assert first[0][2].startswith("big = ")
+
+
+# The longest a ping may wait while a search runs: generous (the machine may
+# be loaded), and far below the search's own length.
+PING_WAIT = 1.0
+
+
+def test_the_loop_answers_while_a_search_runs(jupyter_dir, tmp_path):
+    db = tmp_path / "db" / "history.sqlite"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    k = start(install_spec(jupyter_dir, "--history", str(db)), cwd=str(ws))
+    beat = Heartbeat(k, pause=0.01)
+    try:
+        for i in range(8):  # 8 MB of cells: several hundred ms of glob
+            k.run("big%d = %r" % (i, "a" * (1 << 20)))
+        beat.start()
+        time.sleep(0.2)
+        results = []
+        for _ in range(3):
+            sent = time.monotonic()
+            msg_id = k.kc.history(raw=True, output=False, hist_access_type="search",
+                                  pattern="*" + "[a]" * 60 + "b")
+            time.sleep(0.05)
+            interrupt = k.kc.session.msg("interrupt_request", {})
+            k.kc.control_channel.send(interrupt)
+            control = k.kc.get_control_msg(timeout=TIMEOUT)
+            interrupted = time.monotonic()
+            reply = k.shell_reply(msg_id)
+            answered = time.monotonic()
+            results.append((sent, interrupted, answered, control, reply["content"]))
+        time.sleep(0.1)
+    finally:
+        beat.done.set()
+        beat.join(TIMEOUT)
+        stop(k)
+    assert beat.answered > 0
+    assert beat.longest < PING_WAIT, beat.longest
+    for sent, interrupted, answered, control, content in results:
+        assert control["parent_header"]["msg_id"] == interrupt["header"]["msg_id"] or \
+            control["msg_type"] == "interrupt_reply", control
+        assert control["content"]["status"] == "ok", control
+        # the search ran while the loop went on: the interrupt was answered,
+        # and pings were, before the search's reply came
+        assert interrupted < answered
+        during = [t for t in beat.times if sent < t < answered]
+        assert len(during) >= 3, (len(during), answered - sent)
+        assert content["status"] in ("ok", "error"), content
+        if content["status"] == "error":
+            assert "took longer than" in content["evalue"], content
+        else:
+            assert content["history"] == [], content
 
 
 MOVE_AWAY = r"""

@@ -240,6 +240,14 @@ void fake_advance(struct fake *f, double seconds)
     shells_pump(&f->k);
 }
 
+void fake_history_wait(struct fake *f)
+{
+    for (int i = 0; i < 500 && history_asked(&f->k.history) > 0; i++)
+        REQUIRE(loop_turn(f->loop, 10) == 0);
+    CHECK_INT(history_asked(&f->k.history), 0);
+    shells_pump(&f->k);
+}
+
 const char *fake_labels(const struct fake *f, const char *parent)
 {
     static char out[2048];

@@ -83,6 +83,9 @@ void fake_worker_reply(struct fake *f, const char *shell, const char *parent,
 
 /* Moves the clock on by seconds, then lets the loop run what is due. */
 void fake_advance(struct fake *f, double seconds);
+/* Turns the loop until the history's queries are answered (a few seconds at
+ * most). */
+void fake_history_wait(struct fake *f);
 
 /* The labels of the messages sent to clients for the request parent ("" for
  * those with no parent), in order, space-separated (static storage). */

@@ -345,6 +345,7 @@ static void test_the_worker_asks_for_the_history(void)
     size_t sent = f.nsent;
     fake_worker_text(&f, "{\"type\": \"history\", \"id\": 7, \"query\": "
                          "{\"hist_access_type\": \"range\", \"session\": 0}}");
+    fake_history_wait(&f);
     const json_t *r = fake_last_frame(&f, LINK_HISTORY_REPLY);
     REQUIRE(r != NULL);
     CHECK_INT(json_integer_value(json_object_get(r, "id")), 7);
@@ -366,6 +367,7 @@ static void test_the_worker_asks_for_the_history(void)
         history_add(&f.k.history, 100 + i, "y");
     fake_worker_text(&f, "{\"type\": \"history\", \"id\": 9, \"query\": "
                          "{\"hist_access_type\": \"tail\", \"n\": 2000000000}}");
+    fake_history_wait(&f);
     r = fake_last_frame(&f, LINK_HISTORY_REPLY);
     h = json_object_get(r, "history");
     CHECK_INT(json_array_size(h), HANDLERS_WORKER_HISTORY_ENTRIES);
@@ -439,6 +441,7 @@ static void test_one_history_query_at_a_time(void)
     for (int id = 1; id <= 3; id++) {
         snprintf(text, sizeof text, QUERY, id);
         fake_worker_text(&f, text);
+        fake_history_wait(&f);
         const json_t *r = fake_last_frame(&f, LINK_HISTORY_REPLY);
         REQUIRE(r != NULL);
         CHECK_INT(json_integer_value(json_object_get(r, "id")), id);
@@ -450,6 +453,7 @@ static void test_one_history_query_at_a_time(void)
     f.written = f.queued; /* the worker has read it all */
     snprintf(text, sizeof text, QUERY, 4);
     fake_worker_text(&f, text);
+    fake_history_wait(&f);
     CHECK(json_object_get(fake_last_frame(&f, LINK_HISTORY_REPLY), "history") != NULL);
     CHECK_INT(f.k.bad_frames, 0);
     CHECK_INT(f.nrestarts, 0);

@@ -342,6 +342,10 @@ static void test_replies_on_a_shell_come_in_request_order(void)
     CHECK_STR(fake_labels(&f, u), "");
     size_t before = f.nsent;
     fake_worker_reply(&f, "", a, "ok");
+    /* the history is answered on its thread: what follows it waits for it */
+    CHECK_STR(fake_labels(&f, h), "busy");
+    CHECK_STR(fake_labels(&f, u), "");
+    fake_history_wait(&f);
     /* the execute's reply and idle first, then the others in turn */
     const char *want[] = {
         "execute_reply", "idle", "busy", "kernel_info_reply", "idle", "busy",
