@@ -338,6 +338,14 @@ static void print_status_text(const json_t *s)
         printf("sandpit kernel for %s: running\n", ws);
     printf("  connection file  %s\n",
            json_string_value(json_object_get(s, "connection_file")));
+    json_t *run = json_object_get(s, "running");
+    if (json_is_object(run))
+        printf("  busy             cell [%lld] running for %.0f s, %lld waiting\n",
+               (long long)json_integer_value(json_object_get(run, "execution_count")),
+               json_number_value(json_object_get(run, "seconds")),
+               (long long)json_integer_value(json_object_get(run, "queued")));
+    else if (json_is_false(json_object_get(s, "busy")))
+        printf("  idle\n");
     const char *log = json_string_value(json_object_get(s, "log"));
     if (log)
         printf("  log              %s\n", log);
@@ -388,16 +396,21 @@ int lifecycle_status_main(int argc, char **argv)
     char err[1024];
     memset(&st, 0, sizeof st);
     launch_init(&k);
-    if (instance_locate(&in, t.workspace, err, sizeof err)) {
+    int found = t.connection_file
+                    ? instance_locate(&in, t.workspace, err, sizeof err)
+                    : instance_find_running(&in, t.workspace, &st, err, sizeof err);
+    if (found < 0) {
         fprintf(stderr, "sandpit status: %s\n", err);
         return 2;
     }
+    if (found == 1)
+        fprintf(stderr, "sandpit status: the kernel of the enclosing workspace %s\n",
+                in.workspace);
     const char *conn = t.connection_file ? t.connection_file : in.connection_file;
     json_t *s = json_pack("{s:b, s:s, s:s}", "live", 0, "workspace", in.workspace,
                           "connection_file", conn);
     bool alive = false, ours = !t.connection_file;
-    if (ours && instance_read_state(&in, &st) == 0 &&
-        instance_alive(st.pid, st.start_time)) {
+    if (ours && found < 2) {
         alive = true;
         json_object_set_new(s, "pid", json_integer(st.pid));
         json_object_set_new(s, "log", json_string(in.log_file));
@@ -407,8 +420,11 @@ int lifecycle_status_main(int argc, char **argv)
         struct client c;
         struct msg *info = NULL;
         if (client_open(&c, conn, err, sizeof err) == 0) {
-            struct client_wait w = {
-                .timeout_s = STATUS_WAIT_S, .fds = &k.pidfd, .nfds = k.pidfd >= 0};
+            /* On control: a kernel that runs a long cell still answers there. */
+            struct client_wait w = {.timeout_s = STATUS_WAIT_S,
+                                    .fds = &k.pidfd,
+                                    .nfds = k.pidfd >= 0,
+                                    .on_control = true};
             if (client_ready(&c, &w, &info) == 0) {
                 json_t *ic = info->content, *sp = json_object_get(ic, "sandpit");
                 json_object_set_new(s, "live", json_true());
@@ -432,6 +448,10 @@ int lifecycle_status_main(int argc, char **argv)
                         json_object_get(sp, "enabled"));
                     json_object_set_new(s, "limits", lim ? lim : json_null());
                     json_object_set(s, "layers", json_object_get(sp, "layers"));
+                    json_t *run = json_object_get(sp, "running");
+                    json_object_set_new(s, "busy", json_boolean(json_is_object(run)));
+                    json_object_set(s, "running",
+                                    json_is_object(run) ? run : json_null());
                 }
             }
             msg_free(info);
