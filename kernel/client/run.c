@@ -473,9 +473,12 @@ static int run_cell(struct run *r, struct client *c, const char *code)
     w.nfds = (size_t)nfds;
     r->outcome.save_image = save_image;
     r->outcome.save_arg = r;
+    /* A cell whose command has ended (killed by a harness) before its turn
+     * does not run: the kernel checks the client is still there. */
     json_t *meta = a->timeout_s > 0
-                       ? json_pack("{s:{s:f}}", "sandpit", "timeout", a->timeout_s)
-                       : NULL;
+                       ? json_pack("{s:{s:f, s:b}}", "sandpit", "timeout", a->timeout_s,
+                                   "abandon_if_gone", 1)
+                       : json_pack("{s:{s:b}}", "sandpit", "abandon_if_gone", 1);
     char id[CLIENT_ID_LEN];
     struct msg *reply = NULL;
     /* A cell waits its turn behind others for as long as they run (the
@@ -486,7 +489,7 @@ static int run_cell(struct run *r, struct client *c, const char *code)
         if (r->ended_by)
             fail(r, "ended by %s: %s", r->ended_by == SIGTERM ? "SIGTERM" : "SIGHUP",
                  r->started ? "the cell was interrupted and has not answered yet"
-                            : "the cell had not started (it still waits its turn)");
+                            : "the cell had not started, and will not run");
         else
             fail(r, "%s",
                  rc == -ECHILD      ? "the kernel exited while the cell ran"

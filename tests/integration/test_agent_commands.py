@@ -152,6 +152,50 @@ def test_json_prints_an_object_when_the_kernel_exits_while_the_cell_runs(env, ke
     assert j["status"] == "unavailable" and "exited" in j["reason"], j
 
 
+def queued_behind(env, ws, count):
+    """Waits until count cells wait behind the running one."""
+    for _ in range(600):
+        s = json.loads(sandpit(env, "status", "--json", "--workspace", str(ws)).stdout)
+        if (s.get("running") or {}).get("queued") == count:
+            return
+        time.sleep(0.1)
+    pytest.fail("the cells were never queued: %s" % s)
+
+
+def test_a_cell_whose_run_was_killed_before_its_turn_does_not_run(env, kernel):
+    ws = kernel
+    held = popen_run(env, ws, HOLD)
+    queued = []
+    try:
+        wait_for(ws / "running", held)
+        for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGTERM, "termed")):
+            p = popen_run(env, ws, "open(%r, 'w').close()" % name)
+            queued.append(p)
+            queued_behind(env, ws, len(queued))
+        for p, sig in zip(queued, (signal.SIGKILL, signal.SIGTERM)):
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=TIMEOUT)
+        assert p.returncode == 2
+        j = json.loads(out)
+        assert j["status"] == "unavailable" and "will not run" in j["reason"], j
+        kept = popen_run(env, ws, "open('kept', 'w').close()")
+        queued.append(kept)
+        queued_behind(env, ws, 3)
+        (ws / "go").touch()
+        out, err = kept.communicate(timeout=TIMEOUT)
+        assert kept.returncode == 0, (out, err)
+        held.communicate(timeout=TIMEOUT)
+    finally:
+        (ws / "go").touch()
+        for p in [held] + queued:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert (ws / "kept").exists()
+    assert not (ws / "killed").exists()
+    assert not (ws / "termed").exists()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
 def test_ending_run_with_a_signal_interrupts_its_cell(env, kernel, sig):
     ws = kernel
