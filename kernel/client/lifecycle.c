@@ -328,7 +328,11 @@ static void print_status_text(const json_t *s)
     const char *ws = json_string_value(json_object_get(s, "workspace"));
     json_t *pid = json_object_get(s, "pid");
     if (!json_is_true(json_object_get(s, "live"))) {
-        printf("sandpit kernel for %s: not running\n", ws ? ws : "?");
+        if (json_is_integer(pid))
+            printf("sandpit kernel for %s: pid %lld is there but does not answer\n",
+                   ws ? ws : "?", (long long)json_integer_value(pid));
+        else
+            printf("sandpit kernel for %s: not running\n", ws ? ws : "?");
         return;
     }
     if (json_is_integer(pid))

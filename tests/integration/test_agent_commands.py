@@ -272,3 +272,15 @@ def test_a_sub_folder_finds_its_workspaces_kernel(env, kernel):
     # with --workspace naming the sub-folder itself, it is that folder's alone
     p = sandpit(env, "run", "--json", "--workspace", str(sub), "1")
     assert p.returncode == 2 and "no kernel is running" in json.loads(p.stdout)["reason"]
+
+
+def test_status_tells_a_kernel_that_does_not_answer_from_none(env, kernel):
+    ws = kernel
+    pid = json.loads(sandpit(env, "status", "--json", "--workspace", str(ws)).stdout)["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        p = sandpit(env, "status", "--workspace", str(ws))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert p.returncode == 1
+    assert "pid %d is there but does not answer" % pid in p.stdout
