@@ -71,7 +71,9 @@ static void usage(FILE *f)
         "  --interrupt        interrupt the cell that is running first\n"
         "  --restart          restart the interpreter first (its variables are lost)\n\n"
         "Exit status: 0 when the cell succeeded, 1 when it failed, 2 when it could not\n"
-        "be run. Ctrl-C interrupts the cell.\n",
+        "be run (with --json, {\"status\": \"unavailable\", \"reason\": ...}). Ctrl-C\n"
+        "interrupts the cell; SIGTERM and SIGHUP interrupt it and end the command. A\n"
+        "folder with no kernel of its own uses the nearest enclosing one's.\n",
         DEFAULT_MAX_CHARS);
 }
 
