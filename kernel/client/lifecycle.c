@@ -388,6 +388,34 @@ static void print_status_text(const json_t *s)
     }
 }
 
+/* What status reports from the kernel's kernel_info_reply (content ic). */
+static void add_kernel_info(json_t *s, const json_t *ic)
+{
+    json_t *sp = json_object_get(ic, "sandpit");
+    json_object_set_new(s, "live", json_true());
+    json_object_set(s, "implementation", json_object_get(ic, "implementation"));
+    json_object_set(s, "implementation_version",
+                    json_object_get(ic, "implementation_version"));
+    json_object_set(s, "python_version",
+                    json_object_get(json_object_get(ic, "language_info"), "version"));
+    if (!json_is_object(sp))
+        return;
+    json_t *lim = json_pack(
+        "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
+        json_object_get(sp, "timeout"), "introspection_timeout",
+        json_object_get(sp, "introspection_timeout"), "memory_mib",
+        json_object_get(sp, "memory_mib"), "max_output_bytes",
+        json_object_get(sp, "max_output_bytes"), "max_image_output_bytes",
+        json_object_get(sp, "max_image_output_bytes"), "max_file_mib",
+        json_object_get(sp, "max_file_mib"), "network", json_object_get(sp, "network"),
+        "sandbox", json_object_get(sp, "enabled"));
+    json_object_set_new(s, "limits", lim ? lim : json_null());
+    json_object_set(s, "layers", json_object_get(sp, "layers"));
+    json_t *run = json_object_get(sp, "running");
+    json_object_set_new(s, "busy", json_boolean(json_is_object(run)));
+    json_object_set(s, "running", json_is_object(run) ? run : json_null());
+}
+
 int lifecycle_status_main(int argc, char **argv)
 {
     struct target t;
@@ -405,6 +433,14 @@ int lifecycle_status_main(int argc, char **argv)
                     : instance_find_running(&in, t.workspace, &st, err, sizeof err);
     if (found < 0) {
         fprintf(stderr, "sandpit status: %s\n", err);
+        if (t.json) {
+            json_t *j = json_pack("{s:b, s:s, s:s}", "live", 0, "status", "unavailable",
+                                  "reason", err);
+            char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+            printf("%s\n", text ? text : "{\"live\": false}");
+            free(text);
+            json_decref(j);
+        }
         return 2;
     }
     if (found == 1)
@@ -429,35 +465,8 @@ int lifecycle_status_main(int argc, char **argv)
                                     .fds = &k.pidfd,
                                     .nfds = k.pidfd >= 0,
                                     .on_control = true};
-            if (client_ready(&c, &w, &info) == 0) {
-                json_t *ic = info->content, *sp = json_object_get(ic, "sandpit");
-                json_object_set_new(s, "live", json_true());
-                json_object_set(s, "implementation",
-                                json_object_get(ic, "implementation"));
-                json_object_set(s, "implementation_version",
-                                json_object_get(ic, "implementation_version"));
-                json_object_set(
-                    s, "python_version",
-                    json_object_get(json_object_get(ic, "language_info"), "version"));
-                if (json_is_object(sp)) {
-                    json_t *lim = json_pack(
-                        "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
-                        json_object_get(sp, "timeout"), "introspection_timeout",
-                        json_object_get(sp, "introspection_timeout"), "memory_mib",
-                        json_object_get(sp, "memory_mib"), "max_output_bytes",
-                        json_object_get(sp, "max_output_bytes"), "max_image_output_bytes",
-                        json_object_get(sp, "max_image_output_bytes"), "max_file_mib",
-                        json_object_get(sp, "max_file_mib"), "network",
-                        json_object_get(sp, "network"), "sandbox",
-                        json_object_get(sp, "enabled"));
-                    json_object_set_new(s, "limits", lim ? lim : json_null());
-                    json_object_set(s, "layers", json_object_get(sp, "layers"));
-                    json_t *run = json_object_get(sp, "running");
-                    json_object_set_new(s, "busy", json_boolean(json_is_object(run)));
-                    json_object_set(s, "running",
-                                    json_is_object(run) ? run : json_null());
-                }
-            }
+            if (client_ready(&c, &w, &info) == 0)
+                add_kernel_info(s, info->content);
             msg_free(info);
             client_close(&c);
         }

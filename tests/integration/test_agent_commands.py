@@ -132,6 +132,12 @@ def test_json_prints_an_object_when_no_kernel_runs(env, tmp_path):
     p = sandpit(env, "run", "--json", "--timeout", "soon", "1")
     assert p.returncode == 2
     assert json.loads(p.stdout)["status"] == "unavailable"
+    p = sandpit(env, "run", "--json", "--workspace", str(ws / "missing"), "1")
+    assert p.returncode == 2 and json.loads(p.stdout)["status"] == "unavailable"
+    p = sandpit(env, "status", "--json", "--workspace", str(ws / "missing"))
+    assert p.returncode == 2
+    out = json.loads(p.stdout)
+    assert out["live"] is False and out["status"] == "unavailable", out
 
 
 def test_json_prints_an_object_when_the_kernel_exits_while_the_cell_runs(env, kernel):
