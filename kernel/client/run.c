@@ -30,6 +30,7 @@
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/outcome.h"
+#include "kernel/client/textcut.h"
 #include "kernel/fsutil.h"
 #include "sandbox/tfile.h"
 
@@ -65,8 +66,10 @@ static void usage(FILE *f)
         "                     stderr, result, error, outputs, files\n"
         "  --outdir DIR       where images go, as cell-N-K.png (default: outputs/ in\n"
         "                     the workspace)\n"
-        "  --max-chars N      cut each text of the JSON to N characters, saying how\n"
-        "                     many were cut (default %d; 0: no limit)\n"
+        "  --max-chars N      cut each stream and text to N characters, keeping its\n"
+        "                     beginning and end and saying how many were cut (as\n"
+        "                     text, the end comes when the cell ends; default %d;\n"
+        "                     0: no limit)\n"
         "  --timeout S        a time limit for this cell (tightens the kernel's own)\n"
         "  --interrupt        interrupt the cell that is running first\n"
         "  --restart          restart the interpreter first (its variables are lost)\n\n"
@@ -201,11 +204,12 @@ static char *read_all(const char *path)
 /* What a run keeps while the cell runs. */
 struct run {
     const struct run_args *args;
-    char why[1024];        /* why the cell could not be run, for --json */
-    int timerfd;           /* --timeout and its grace, armed when the cell starts */
-    bool started;          /* its execute_input has come: it runs, not waits */
-    int ended_by;          /* SIGTERM or SIGHUP that ended the run, or 0 */
-    const char *workspace; /* its real path, borrowed from the instance */
+    char why[1024];          /* why the cell could not be run, for --json */
+    int timerfd;             /* --timeout and its grace, armed when the cell starts */
+    bool started;            /* its execute_input has come: it runs, not waits */
+    int ended_by;            /* SIGTERM or SIGHUP that ended the run, or 0 */
+    struct textcut out, err; /* as text: the streams within --max-chars */
+    const char *workspace;   /* its real path, borrowed from the instance */
     char outdir[PATH_MAX];
     int outdir_fd; /* -1 until the first image */
     struct outcome outcome;
@@ -351,9 +355,8 @@ static void print_live(struct run *r, const struct msg *m)
         json_t *text = json_object_get(c, "text");
         if (!name || !json_is_string(text))
             return;
-        FILE *f = strcmp(name, "stderr") == 0 ? stderr : stdout;
-        fwrite(json_string_value(text), 1, json_string_length(text), f);
-        fflush(f);
+        textcut_add(strcmp(name, "stderr") == 0 ? &r->err : &r->out,
+                    json_string_value(text), json_string_length(text));
     } else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0) {
         /* The files of this output are the last ones the outcome recorded. */
         json_t *last =
@@ -363,10 +366,19 @@ static void print_live(struct run *r, const struct msg *m)
         size_t i;
         json_t *p;
         json_array_foreach(files, i, p) printf("[image: %s]\n", json_string_value(p));
-        if (text && (!json_array_size(files) || strcmp(type, "execute_result") == 0))
-            printf("%s\n", text);
+        bool result = strcmp(type, "execute_result") == 0;
+        if (result) /* the end of the log, then the result */
+            textcut_flush(&r->out);
+        char *cut = text && (!json_array_size(files) || result)
+                        ? outcome_cut(text, r->args->max_chars)
+                        : NULL;
+        if (cut)
+            printf("%s\n", cut);
+        free(cut);
         fflush(stdout);
     } else if (strcmp(type, "error") == 0) {
+        textcut_flush(&r->out);
+        textcut_flush(&r->err);
         char *tb = outcome_traceback_text(r->outcome.error);
         if (tb)
             fputs(tb, stderr);
@@ -587,6 +599,8 @@ int run_main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.args = &a;
     r.sigfd = r.pidfd = r.outdir_fd = r.timerfd = -1;
+    textcut_init(&r.out, stdout, 0);
+    textcut_init(&r.err, stderr, 0);
     int rc = parse_args(argc, argv, &a);
     if (rc) {
         for (int i = 1; rc < 0 && i < argc; i++)
@@ -613,6 +627,8 @@ int run_main(int argc, char **argv)
         fail(&r, "out of memory");
         goto out;
     }
+    textcut_init(&r.out, stdout, a.max_chars);
+    textcut_init(&r.err, stderr, a.max_chars);
     if (find_kernel(&r, &in, &st, &k, &conn))
         goto out;
     if (!(code = read_code(&r, &none)) && !none)
@@ -650,6 +666,8 @@ int run_main(int argc, char **argv)
     }
     status = code ? run_cell(&r, &c, code) : 0;
 out:
+    textcut_finish(&r.out);
+    textcut_finish(&r.err);
     if (status == 2 && a.json)
         print_unavailable(&r);
     if (open)

@@ -235,6 +235,17 @@ def test_agent_profile_keeps_the_result_and_the_end_of_a_long_log(env, start):
     assert "characters cut ...]" in out["stdout"]
 
 
+def test_as_text_a_long_log_keeps_its_beginning_and_end(env, start):
+    ws = start("--profile", "agent")
+    p = sandpit(env, "run", "--workspace", str(ws), "--max-chars", "100",
+                "for i in range(5000):\n    print('line', i)\n'the end'")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("line 0\nline 1\n")
+    assert "characters cut ...]\n" in p.stdout
+    assert p.stdout.endswith("line 4998\nline 4999\n'the end'\n")
+    assert len(p.stdout) < 200
+
+
 def test_a_result_past_the_kernels_cap_comes_through_cut(env, start):
     ws = start("--max-output", "10000")
     out = run_json(env, ws, "print('x' * 20000)\n'a' * 3000 + 'b' * 100000 + 'c' * 3000")
