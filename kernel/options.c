@@ -245,7 +245,9 @@ int options_apply_profile(struct options *o, const char *name, char *err, size_t
     if (strcmp(name, "agent") == 0) {
         /* Tuned for agents: short cells, short output, bounded memory, no network. */
         o->timeout_s = 30;
-        o->max_output = 10000;
+        /* What reaches `sandpit run` and `mcp`, which keep the beginning and
+         * the end of each stream within their --max-chars. */
+        o->max_output = 1000000;
         o->memory_mib = 2048;
         o->network = false;
         return 0;

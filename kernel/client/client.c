@@ -401,6 +401,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
     int rc = 0;
     double interval = READY_FIRST_S;
     size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
+    enum connection_channel ch = w->on_control ? CONNECTION_CONTROL : CONNECTION_SHELL;
     while (!reply || !iopub) {
         double now = monotime_now();
         if (w->timeout_s > 0 && now - start >= w->timeout_s) {
@@ -417,8 +418,8 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
             sent.ids = ni;
             sent.cap = cap;
         }
-        if ((rc = client_send(c, CONNECTION_SHELL, "kernel_info_request", NULL, NULL,
-                              sent.ids[sent.n])))
+        if ((rc =
+                 client_send(c, ch, "kernel_info_request", NULL, NULL, sent.ids[sent.n])))
             break;
         sent.n++;
         double resend = now + interval;
@@ -428,8 +429,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         while (!rc && (!reply || !iopub) && monotime_now() < resend) {
             zmq_pollitem_t items[2 + MAX_WATCH];
             memset(items, 0, sizeof items);
-            items[0] = (zmq_pollitem_t){.socket = c->sockets[CONNECTION_SHELL],
-                                        .events = ZMQ_POLLIN};
+            items[0] = (zmq_pollitem_t){.socket = c->sockets[ch], .events = ZMQ_POLLIN};
             items[1] = (zmq_pollitem_t){.socket = c->sockets[CONNECTION_IOPUB],
                                         .events = ZMQ_POLLIN};
             for (size_t i = 0; i < nfds; i++)
@@ -441,7 +441,7 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
             }
             struct msg *m;
             int r;
-            while ((r = recv_one(c, c->sockets[CONNECTION_SHELL], &m)) != -EAGAIN) {
+            while ((r = recv_one(c, c->sockets[ch], &m)) != -EAGAIN) {
                 if (!r && !reply && strcmp(msg_type(m), "kernel_info_reply") == 0 &&
                     sent_has(&sent, parent_id(m)))
                     reply = m;

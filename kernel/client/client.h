@@ -78,6 +78,9 @@ struct client_wait {
     double timeout_s;  /* 0: no limit */
     bool skip_idle;    /* do not wait for status idle (kernels that send none) */
     bool no_heartbeat; /* do not ping the heartbeat channel while waiting */
+    /* client_ready asks on control, which a kernel answers while a cell runs
+     * (on shell the question waits behind the cell). */
+    bool on_control;
 };
 
 /* Waits for the reply to request id on ch and, unless skip_idle, for the

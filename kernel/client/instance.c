@@ -241,3 +241,40 @@ void instance_remove(const struct instance *in, bool with_log)
     if (with_log)
         unlink(in->log_file);
 }
+
+static bool running_for(const struct instance *in, struct instance_state *st)
+{
+    if (instance_read_state(in, st) == 0 && instance_alive(st->pid, st->start_time))
+        return true;
+    instance_state_release(st);
+    return false;
+}
+
+int instance_find_running(struct instance *in, const char *workspace,
+                          struct instance_state *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    int rc = instance_locate(in, workspace, err, errlen);
+    if (rc)
+        return rc;
+    if (running_for(in, st))
+        return 0;
+    if (workspace)
+        return 2;
+    char up[PATH_MAX];
+    snprintf(up, sizeof up, "%s", in->workspace);
+    for (int depth = 0; depth < PATH_MAX / 2; depth++) {
+        char *slash = strrchr(up, '/');
+        if (!slash || slash[1] == 0)
+            break; /* past the root */
+        slash[slash == up ? 1 : 0] = 0;
+        struct instance parent;
+        char perr[256];
+        if (instance_locate(&parent, up, perr, sizeof perr) == 0 &&
+            running_for(&parent, st)) {
+            *in = parent;
+            return 1;
+        }
+    }
+    return 2;
+}

@@ -38,6 +38,14 @@ int instance_runtime_dir(char *out, size_t len);
  * exist. 0 or -errno with a sentence in err. */
 int instance_locate(struct instance *in, const char *workspace, char *err, size_t errlen);
 
+/* instance_locate, then the kernel that runs for it: 0 when one runs for
+ * that folder (st is its state); when workspace is NULL (the current folder)
+ * and none does, the kernel of the nearest enclosing folder that has one:
+ * 1, with in and st that folder's; 2 when no kernel runs (in is the
+ * folder's own); or -errno with a sentence in err. Release st after. */
+int instance_find_running(struct instance *in, const char *workspace,
+                          struct instance_state *st, char *err, size_t errlen);
+
 /* Makes the runtime folder (mode 0700) if it is missing. 0 or -errno. */
 int instance_make_dir(const struct instance *in);
 

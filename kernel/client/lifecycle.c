@@ -329,7 +329,11 @@ static void print_status_text(const json_t *s)
     const char *ws = json_string_value(json_object_get(s, "workspace"));
     json_t *pid = json_object_get(s, "pid");
     if (!json_is_true(json_object_get(s, "live"))) {
-        printf("sandpit kernel for %s: not running\n", ws ? ws : "?");
+        if (json_is_integer(pid))
+            printf("sandpit kernel for %s: pid %lld is there but does not answer\n",
+                   ws ? ws : "?", (long long)json_integer_value(pid));
+        else
+            printf("sandpit kernel for %s: not running\n", ws ? ws : "?");
         return;
     }
     if (json_is_integer(pid))
@@ -339,6 +343,14 @@ static void print_status_text(const json_t *s)
         printf("sandpit kernel for %s: running\n", ws);
     printf("  connection file  %s\n",
            json_string_value(json_object_get(s, "connection_file")));
+    json_t *run = json_object_get(s, "running");
+    if (json_is_object(run))
+        printf("  busy             cell [%lld] running for %.0f s, %lld waiting\n",
+               (long long)json_integer_value(json_object_get(run, "execution_count")),
+               json_number_value(json_object_get(run, "seconds")),
+               (long long)json_integer_value(json_object_get(run, "queued")));
+    else if (json_is_false(json_object_get(s, "busy")))
+        printf("  idle\n");
     const char *log = json_string_value(json_object_get(s, "log"));
     if (log)
         printf("  log              %s\n", log);
@@ -385,6 +397,35 @@ static void print_status_text(const json_t *s)
     }
 }
 
+/* What status reports from the kernel's kernel_info_reply (content ic). */
+static void add_kernel_info(json_t *s, const json_t *ic)
+{
+    json_t *sp = json_object_get(ic, "sandpit");
+    json_object_set_new(s, "live", json_true());
+    json_object_set(s, "implementation", json_object_get(ic, "implementation"));
+    json_object_set(s, "implementation_version",
+                    json_object_get(ic, "implementation_version"));
+    json_object_set(s, "python_version",
+                    json_object_get(json_object_get(ic, "language_info"), "version"));
+    if (!json_is_object(sp))
+        return;
+    json_t *lim = json_pack(
+        "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
+        json_object_get(sp, "timeout"), "introspection_timeout",
+        json_object_get(sp, "introspection_timeout"), "memory_mib",
+        json_object_get(sp, "memory_mib"), "max_output_bytes",
+        json_object_get(sp, "max_output_bytes"), "max_image_output_bytes",
+        json_object_get(sp, "max_image_output_bytes"), "max_file_mib",
+        json_object_get(sp, "max_file_mib"), "network", json_object_get(sp, "network"),
+        "sandbox", json_object_get(sp, "enabled"));
+    json_object_set_new(s, "limits", lim ? lim : json_null());
+    json_object_set(s, "layers", json_object_get(sp, "layers"));
+    json_object_set(s, "counts", json_object_get(sp, "counts"));
+    json_t *run = json_object_get(sp, "running");
+    json_object_set_new(s, "busy", json_boolean(json_is_object(run)));
+    json_object_set(s, "running", json_is_object(run) ? run : json_null());
+}
+
 int lifecycle_status_main(int argc, char **argv)
 {
     struct target t;
@@ -397,16 +438,29 @@ int lifecycle_status_main(int argc, char **argv)
     char err[1024];
     memset(&st, 0, sizeof st);
     launch_init(&k);
-    if (instance_locate(&in, t.workspace, err, sizeof err)) {
+    int found = t.connection_file
+                    ? instance_locate(&in, t.workspace, err, sizeof err)
+                    : instance_find_running(&in, t.workspace, &st, err, sizeof err);
+    if (found < 0) {
         fprintf(stderr, "sandpit status: %s\n", err);
+        if (t.json) {
+            json_t *j = json_pack("{s:b, s:s, s:s}", "live", 0, "status", "unavailable",
+                                  "reason", err);
+            char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+            printf("%s\n", text ? text : "{\"live\": false}");
+            free(text);
+            json_decref(j);
+        }
         return 2;
     }
+    if (found == 1)
+        fprintf(stderr, "sandpit status: the kernel of the enclosing workspace %s\n",
+                in.workspace);
     const char *conn = t.connection_file ? t.connection_file : in.connection_file;
     json_t *s = json_pack("{s:b, s:s, s:s}", "live", 0, "workspace", in.workspace,
                           "connection_file", conn);
     bool alive = false, ours = !t.connection_file;
-    if (ours && instance_read_state(&in, &st) == 0 &&
-        instance_alive(st.pid, st.start_time)) {
+    if (ours && found < 2) {
         alive = true;
         json_object_set_new(s, "pid", json_integer(st.pid));
         json_object_set_new(s, "log", json_string(in.log_file));
@@ -416,34 +470,13 @@ int lifecycle_status_main(int argc, char **argv)
         struct client c;
         struct msg *info = NULL;
         if (client_open(&c, conn, err, sizeof err) == 0) {
-            struct client_wait w = {
-                .timeout_s = STATUS_WAIT_S, .fds = &k.pidfd, .nfds = k.pidfd >= 0};
-            if (client_ready(&c, &w, &info) == 0) {
-                json_t *ic = info->content, *sp = json_object_get(ic, "sandpit");
-                json_object_set_new(s, "live", json_true());
-                json_object_set(s, "implementation",
-                                json_object_get(ic, "implementation"));
-                json_object_set(s, "implementation_version",
-                                json_object_get(ic, "implementation_version"));
-                json_object_set(
-                    s, "python_version",
-                    json_object_get(json_object_get(ic, "language_info"), "version"));
-                if (json_is_object(sp)) {
-                    json_t *lim = json_pack(
-                        "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "timeout",
-                        json_object_get(sp, "timeout"), "introspection_timeout",
-                        json_object_get(sp, "introspection_timeout"), "memory_mib",
-                        json_object_get(sp, "memory_mib"), "max_output_bytes",
-                        json_object_get(sp, "max_output_bytes"), "max_image_output_bytes",
-                        json_object_get(sp, "max_image_output_bytes"), "max_file_mib",
-                        json_object_get(sp, "max_file_mib"), "network",
-                        json_object_get(sp, "network"), "sandbox",
-                        json_object_get(sp, "enabled"));
-                    json_object_set_new(s, "limits", lim ? lim : json_null());
-                    json_object_set(s, "layers", json_object_get(sp, "layers"));
-                    json_object_set(s, "counts", json_object_get(sp, "counts"));
-                }
-            }
+            /* On control: a kernel that runs a long cell still answers there. */
+            struct client_wait w = {.timeout_s = STATUS_WAIT_S,
+                                    .fds = &k.pidfd,
+                                    .nfds = k.pidfd >= 0,
+                                    .on_control = true};
+            if (client_ready(&c, &w, &info) == 0)
+                add_kernel_info(s, info->content);
             msg_free(info);
             client_close(&c);
         }

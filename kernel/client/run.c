@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "kernel/base64.h"
@@ -28,12 +30,14 @@
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/outcome.h"
+#include "kernel/client/textcut.h"
 #include "kernel/fsutil.h"
 #include "sandbox/tfile.h"
 
 #define READY_TIMEOUT_S   30.0
 #define RESTART_TIMEOUT_S 60.0
 #define REPLY_GRACE_S     30.0 /* past --timeout: the kernel's own escalation */
+#define END_GRACE_S       3.0  /* after SIGTERM: the interrupted cell's reply */
 #define DEFAULT_MAX_CHARS 20000
 #define MAX_CODE_BYTES    (16u << 20)
 
@@ -62,13 +66,17 @@ static void usage(FILE *f)
         "                     stderr, result, error, outputs, files\n"
         "  --outdir DIR       where images go, as cell-N-K.png (default: outputs/ in\n"
         "                     the workspace)\n"
-        "  --max-chars N      cut each text of the JSON to N characters, saying how\n"
-        "                     many were cut (default %d; 0: no limit)\n"
+        "  --max-chars N      cut each stream and text to N characters, keeping its\n"
+        "                     beginning and end and saying how many were cut (as\n"
+        "                     text, the end comes when the cell ends; default %d;\n"
+        "                     0: no limit)\n"
         "  --timeout S        a time limit for this cell (tightens the kernel's own)\n"
         "  --interrupt        interrupt the cell that is running first\n"
         "  --restart          restart the interpreter first (its variables are lost)\n\n"
         "Exit status: 0 when the cell succeeded, 1 when it failed, 2 when it could not\n"
-        "be run. Ctrl-C interrupts the cell.\n",
+        "be run (with --json, {\"status\": \"unavailable\", \"reason\": ...}). Ctrl-C\n"
+        "interrupts the cell; SIGTERM and SIGHUP interrupt it and end the command. A\n"
+        "folder with no kernel of its own uses the nearest enclosing one's.\n",
         DEFAULT_MAX_CHARS);
 }
 
@@ -196,13 +204,43 @@ static char *read_all(const char *path)
 /* What a run keeps while the cell runs. */
 struct run {
     const struct run_args *args;
-    const char *workspace; /* its real path, borrowed from the instance */
+    char why[1024];          /* why the cell could not be run, for --json */
+    int timerfd;             /* --timeout and its grace, armed when the cell starts */
+    bool started;            /* its execute_input has come: it runs, not waits */
+    int ended_by;            /* SIGTERM or SIGHUP that ended the run, or 0 */
+    struct textcut out, err; /* as text: the streams within --max-chars */
+    const char *workspace;   /* its real path, borrowed from the instance */
     char outdir[PATH_MAX];
     int outdir_fd; /* -1 until the first image */
     struct outcome outcome;
     struct client *client;
     int sigfd, pidfd;
 };
+
+/* Says on stderr why the cell cannot be run, and keeps it for --json. */
+static void fail(struct run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail(struct run *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof r->why, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "sandpit run: %s\n", r->why);
+}
+
+/* With --json, what a harness that reads standard output gets when the cell
+ * could not be run: one object, as for a cell that ran. */
+static void print_unavailable(const struct run *r)
+{
+    json_t *j = json_pack("{s:s, s:s}", "status", "unavailable", "reason",
+                          r->why[0] ? r->why : "the cell could not be run");
+    char *text = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
+    printf("%s\n", text ? text : "{\"status\": \"unavailable\"}");
+    fflush(stdout);
+    free(text);
+    json_decref(j);
+}
 
 static const char *extension_of(const char *mime)
 {
@@ -317,9 +355,8 @@ static void print_live(struct run *r, const struct msg *m)
         json_t *text = json_object_get(c, "text");
         if (!name || !json_is_string(text))
             return;
-        FILE *f = strcmp(name, "stderr") == 0 ? stderr : stdout;
-        fwrite(json_string_value(text), 1, json_string_length(text), f);
-        fflush(f);
+        textcut_add(strcmp(name, "stderr") == 0 ? &r->err : &r->out,
+                    json_string_value(text), json_string_length(text));
     } else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0) {
         /* The files of this output are the last ones the outcome recorded. */
         json_t *last =
@@ -329,10 +366,19 @@ static void print_live(struct run *r, const struct msg *m)
         size_t i;
         json_t *p;
         json_array_foreach(files, i, p) printf("[image: %s]\n", json_string_value(p));
-        if (text && (!json_array_size(files) || strcmp(type, "execute_result") == 0))
-            printf("%s\n", text);
+        bool result = strcmp(type, "execute_result") == 0;
+        if (result) /* the end of the log, then the result */
+            textcut_flush(&r->out);
+        char *cut = text && (!json_array_size(files) || result)
+                        ? outcome_cut(text, r->args->max_chars)
+                        : NULL;
+        if (cut)
+            printf("%s\n", cut);
+        free(cut);
         fflush(stdout);
     } else if (strcmp(type, "error") == 0) {
+        textcut_flush(&r->out);
+        textcut_flush(&r->err);
         char *tb = outcome_traceback_text(r->outcome.error);
         if (tb)
             fputs(tb, stderr);
@@ -340,9 +386,22 @@ static void print_live(struct run *r, const struct msg *m)
     }
 }
 
+static void arm(struct run *r, double t)
+{
+    struct itimerspec it = {
+        .it_value = {.tv_sec = (time_t)t, .tv_nsec = (long)((t - (time_t)t) * 1e9)}};
+    if (r->timerfd >= 0)
+        timerfd_settime(r->timerfd, 0, &it, NULL);
+}
+
 static void on_iopub(void *arg, const struct msg *m)
 {
     struct run *r = arg;
+    if (!r->started && strcmp(msg_type(m), "execute_input") == 0) {
+        r->started = true; /* its own time limit counts from now, not the wait */
+        if (r->args->timeout_s > 0)
+            arm(r, r->args->timeout_s + REPLY_GRACE_S);
+    }
     outcome_add(&r->outcome, m);
     if (!r->args->json)
         print_live(r, m);
@@ -353,11 +412,28 @@ static int on_fd(void *arg, int fd)
     struct run *r = arg;
     if (fd == r->pidfd)
         return -ECHILD;
+    if (fd == r->timerfd)
+        return r->ended_by ? -EINTR : -ETIMEDOUT;
     struct signalfd_siginfo si;
     while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        /* Ctrl-C interrupts whatever runs, as in a console. A harness that
+         * ends the command (SIGTERM, SIGHUP) interrupts its own cell only:
+         * one still waiting behind another client's is not that one's. */
+        bool end = si.ssi_signo != SIGINT;
+        if (end && (r->ended_by || !r->started)) {
+            r->ended_by = (int)si.ssi_signo;
+            return -EINTR; /* a second one, or a cell that does not run yet */
+        }
         json_t *content = json_object();
         client_send(r->client, CONNECTION_CONTROL, "interrupt_request", &content, NULL,
                     NULL);
+        if (end) { /* its reply, for a moment, so that what it did is told */
+            r->ended_by = (int)si.ssi_signo;
+            arm(r, END_GRACE_S);
+            fprintf(stderr, "\nsandpit run: ended by %s: interrupting the cell\n",
+                    r->ended_by == SIGTERM ? "SIGTERM" : "SIGHUP");
+            continue;
+        }
         fprintf(stderr, "\nsandpit run: interrupting the cell\n");
     }
     return 0;
@@ -375,75 +451,203 @@ static int send_interrupt(struct client *c)
     return rc;
 }
 
+/* Sends the cell and prints what it did: 0 (it succeeded), 1 (it failed), 2
+ * (it could not be run: r->why says why). */
+static int run_cell(struct run *r, struct client *c, const char *code)
+{
+    const struct run_args *a = r->args;
+    struct client_wait w = {.timeout_s = READY_TIMEOUT_S,
+                            .on_fd = on_fd,
+                            .arg = r,
+                            .on_iopub = on_iopub,
+                            .on_control = true};
+    int fds[3], nfds = 0, rc;
+    if (r->pidfd >= 0)
+        fds[nfds++] = r->pidfd;
+    w.fds = fds;
+    w.nfds = (size_t)nfds;
+    /* Asked on control, a kernel busy with another cell answers at once. */
+    if ((rc = client_ready(c, &w, NULL))) {
+        fail(r, "the kernel does not answer: %s",
+             rc == -ECHILD ? "it has exited" : strerror(-rc));
+        return 2;
+    }
+    /* Ctrl-C from now on interrupts the cell; SIGTERM and SIGHUP too, and end
+     * the command. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    if ((r->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) >= 0)
+        fds[nfds++] = r->sigfd;
+    if ((r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) >= 0)
+        fds[nfds++] = r->timerfd;
+    w.nfds = (size_t)nfds;
+    r->outcome.save_image = save_image;
+    r->outcome.save_arg = r;
+    /* A cell whose command has ended (killed by a harness) before its turn
+     * does not run: the kernel checks the client is still there. */
+    json_t *meta = a->timeout_s > 0
+                       ? json_pack("{s:{s:f, s:b}}", "sandpit", "timeout", a->timeout_s,
+                                   "abandon_if_gone", 1)
+                       : json_pack("{s:{s:b}}", "sandpit", "abandon_if_gone", 1);
+    char id[CLIENT_ID_LEN];
+    struct msg *reply = NULL;
+    /* A cell waits its turn behind others for as long as they run (the
+     * heartbeat tells a dead kernel); its own time runs from its start. */
+    w.timeout_s = 0;
+    if ((rc = client_execute(c, code, false, &meta, id)) ||
+        (rc = client_wait(c, CONNECTION_SHELL, id, &w, &reply))) {
+        if (r->ended_by)
+            fail(r, "ended by %s: %s", r->ended_by == SIGTERM ? "SIGTERM" : "SIGHUP",
+                 r->started ? "the cell was interrupted and has not answered yet"
+                            : "the cell had not started, and will not run");
+        else
+            fail(r, "%s",
+                 rc == -ECHILD      ? "the kernel exited while the cell ran"
+                 : rc == -EHOSTDOWN ? "the kernel stopped answering"
+                 : rc == -ETIMEDOUT ? "no answer from the kernel in time"
+                                    : strerror(-rc));
+        return 2;
+    }
+    const char *cell_status;
+    outcome_finish(&r->outcome, reply, &cell_status);
+    msg_free(reply);
+    if (a->json) {
+        json_t *j = outcome_json(&r->outcome, cell_status, a->max_chars);
+        char *text = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
+        json_decref(j);
+        if (!text) {
+            fail(r, "out of memory");
+            return 2;
+        }
+        printf("%s\n", text);
+        free(text);
+    } else if (strcmp(cell_status, "ok") != 0 && !json_array_size(r->outcome.outputs)) {
+        /* An error that came in the reply alone, or an aborted cell. */
+        char *tb = r->outcome.error ? outcome_traceback_text(r->outcome.error) : NULL;
+        fprintf(stderr, "%s", tb ? tb : "sandpit run: the cell was aborted\n");
+        free(tb);
+    }
+    fflush(stdout);
+    return strcmp(cell_status, "ok") == 0 ? 0 : 1;
+}
+
+/* Finds the kernel: the workspace's (or the nearest enclosing folder's, said
+ * on stderr), or the connection file's. 0, or 2 with r->why set. */
+static int find_kernel(struct run *r, struct instance *in, struct instance_state *st,
+                       struct launched *k, const char **conn)
+{
+    const struct run_args *a = r->args;
+    char err[1024];
+    int rc = a->connection_file
+                 ? instance_locate(in, a->workspace, err, sizeof err)
+                 : instance_find_running(in, a->workspace, st, err, sizeof err);
+    if (rc < 0) {
+        fail(r, "%s", err);
+        return 2;
+    }
+    *conn = a->connection_file;
+    if (a->connection_file)
+        return 0;
+    if (rc == 2) {
+        fail(r,
+             "no kernel is running for %s or a folder that holds it: start one with "
+             "`sandpit start`, or give --connection-file",
+             in->workspace);
+        return 2;
+    }
+    if (rc == 1)
+        fprintf(stderr, "sandpit run: using the kernel of the enclosing workspace %s\n",
+                in->workspace);
+    *conn = in->connection_file;
+    launch_attach(k, st->pid, st->argv, in->log_file);
+    r->pidfd = k->pidfd;
+    return 0;
+}
+
+/* The code to run, or NULL with r->why set; *none when there is none to run
+ * (--interrupt or --restart alone). */
+static char *read_code(struct run *r, bool *none)
+{
+    const struct run_args *a = r->args;
+    *none = false;
+    if (a->code) {
+        char *code = strdup(a->code);
+        if (!code)
+            fail(r, "out of memory");
+        return code;
+    }
+    if (!a->code_file && (a->interrupt || a->restart)) {
+        *none = true;
+        return NULL;
+    }
+    char *code = read_all(a->code_file ? a->code_file : "-");
+    if (!code)
+        fail(r, "cannot read the code from %s: %s",
+             a->code_file && strcmp(a->code_file, "-") ? a->code_file : "standard input",
+             strerror(errno));
+    return code;
+}
+
 int run_main(int argc, char **argv)
 {
     struct run_args a;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.args = &a;
+    r.sigfd = r.pidfd = r.outdir_fd = r.timerfd = -1;
+    textcut_init(&r.out, stdout, 0);
+    textcut_init(&r.err, stderr, 0);
     int rc = parse_args(argc, argv, &a);
-    if (rc)
+    if (rc) {
+        for (int i = 1; rc < 0 && i < argc; i++)
+            if (strcmp(argv[i], "--json") == 0) {
+                snprintf(r.why, sizeof r.why,
+                         "the command line is not valid (see sandpit run --help)");
+                print_unavailable(&r);
+                break;
+            }
         return rc > 0 ? 0 : 2;
+    }
     struct instance in;
     struct instance_state st;
     struct launched k;
     struct client c;
-    struct run r;
     char err[1024];
     char *code = NULL;
+    const char *conn = NULL;
     int status = 2, lock = -1;
-    bool open = false;
+    bool open = false, none = false;
     memset(&st, 0, sizeof st);
-    memset(&r, 0, sizeof r);
-    r.args = &a;
-    r.sigfd = r.pidfd = r.outdir_fd = -1;
     launch_init(&k);
     if (outcome_init(&r.outcome)) {
-        fprintf(stderr, "sandpit run: out of memory\n");
+        fail(&r, "out of memory");
         goto out;
     }
-    if (instance_locate(&in, a.workspace, err, sizeof err)) {
-        fprintf(stderr, "sandpit run: %s\n", err);
+    textcut_init(&r.out, stdout, a.max_chars);
+    textcut_init(&r.err, stderr, a.max_chars);
+    if (find_kernel(&r, &in, &st, &k, &conn))
         goto out;
-    }
-    const char *conn = a.connection_file;
-    if (!conn) {
-        if (instance_read_state(&in, &st) != 0 ||
-            !instance_alive(st.pid, st.start_time)) {
-            fprintf(stderr,
-                    "sandpit run: no kernel is running for %s: start one with `sandpit "
-                    "start`, or give --connection-file\n",
-                    in.workspace);
-            goto out;
-        }
-        conn = in.connection_file;
-        launch_attach(&k, st.pid, st.argv, in.log_file);
-        r.pidfd = k.pidfd;
-    }
-    if (a.code) {
-        code = strdup(a.code);
-    } else if (a.code_file || (!a.interrupt && !a.restart)) {
-        if (!(code = read_all(a.code_file ? a.code_file : "-")))
-            fprintf(stderr, "sandpit run: cannot read the code from %s: %s\n",
-                    a.code_file && strcmp(a.code_file, "-") ? a.code_file
-                                                            : "standard input",
-                    strerror(errno));
-    }
-    if ((a.code || a.code_file || (!a.interrupt && !a.restart)) && !code)
+    if (!(code = read_code(&r, &none)) && !none)
         goto out;
     r.workspace = in.workspace;
     if ((a.outdir ? snprintf(r.outdir, sizeof r.outdir, "%s", a.outdir)
                   : snprintf(r.outdir, sizeof r.outdir, "%.4000s/outputs",
                              in.workspace)) >= (int)sizeof r.outdir) {
-        fprintf(stderr, "sandpit run: the output folder's path is too long\n");
+        fail(&r, "the output folder's path is too long");
         goto out;
     }
     if (client_open(&c, conn, err, sizeof err)) {
-        fprintf(stderr, "sandpit run: %s\n", err);
+        fail(&r, "%s", err);
         goto out;
     }
     open = true;
     r.client = &c;
     if (a.interrupt && (rc = send_interrupt(&c))) {
-        fprintf(stderr, "sandpit run: the kernel did not answer the interrupt: %s\n",
-                strerror(-rc));
+        fail(&r, "the kernel did not answer the interrupt: %s", strerror(-rc));
         goto out;
     }
     if (a.restart) {
@@ -451,7 +655,7 @@ int run_main(int argc, char **argv)
             lock = instance_lock(&in);
         rc = launch_restart(&k, &c, RESTART_TIMEOUT_S, err, sizeof err);
         if (rc < 0) {
-            fprintf(stderr, "sandpit run: cannot restart the kernel: %s\n", err);
+            fail(&r, "cannot restart the kernel: %s", err);
             goto out;
         }
         if (rc == 1 && !a.connection_file)
@@ -460,74 +664,18 @@ int run_main(int argc, char **argv)
         if (!a.json)
             fprintf(stderr, "sandpit run: the kernel was restarted\n");
     }
-    if (!code) {
-        status = 0;
-        goto out;
-    }
-
-    struct client_wait w = {
-        .timeout_s = READY_TIMEOUT_S, .on_fd = on_fd, .arg = &r, .on_iopub = on_iopub};
-    int fds[2], nfds = 0;
-    if (r.pidfd >= 0)
-        fds[nfds++] = r.pidfd;
-    w.fds = fds;
-    w.nfds = (size_t)nfds;
-    if ((rc = client_ready(&c, &w, NULL))) {
-        fprintf(stderr, "sandpit run: the kernel does not answer: %s\n",
-                rc == -ECHILD ? "it has exited" : strerror(-rc));
-        goto out;
-    }
-    /* Ctrl-C from now on interrupts the cell. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    if ((r.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) >= 0)
-        fds[nfds++] = r.sigfd;
-    w.nfds = (size_t)nfds;
-    r.outcome.save_image = save_image;
-    r.outcome.save_arg = &r;
-    json_t *meta = a.timeout_s > 0
-                       ? json_pack("{s:{s:f}}", "sandpit", "timeout", a.timeout_s)
-                       : NULL;
-    char id[CLIENT_ID_LEN];
-    struct msg *reply = NULL;
-    w.timeout_s = a.timeout_s > 0 ? a.timeout_s + REPLY_GRACE_S : 0;
-    if ((rc = client_execute(&c, code, false, &meta, id)) ||
-        (rc = client_wait(&c, CONNECTION_SHELL, id, &w, &reply))) {
-        fprintf(stderr, "sandpit run: %s\n",
-                rc == -ECHILD      ? "the kernel exited while the cell ran"
-                : rc == -EHOSTDOWN ? "the kernel stopped answering"
-                : rc == -ETIMEDOUT ? "no answer from the kernel in time"
-                                   : strerror(-rc));
-        goto out;
-    }
-    const char *cell_status;
-    outcome_finish(&r.outcome, reply, &cell_status);
-    msg_free(reply);
-    if (a.json) {
-        json_t *j = outcome_json(&r.outcome, cell_status, a.max_chars);
-        char *text = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
-        json_decref(j);
-        if (!text) {
-            fprintf(stderr, "sandpit run: out of memory\n");
-            goto out;
-        }
-        printf("%s\n", text);
-        free(text);
-    } else if (strcmp(cell_status, "ok") != 0 && !json_array_size(r.outcome.outputs)) {
-        /* An error that came in the reply alone, or an aborted cell. */
-        char *tb = r.outcome.error ? outcome_traceback_text(r.outcome.error) : NULL;
-        fprintf(stderr, "%s", tb ? tb : "sandpit run: the cell was aborted\n");
-        free(tb);
-    }
-    fflush(stdout);
-    status = strcmp(cell_status, "ok") == 0 ? 0 : 1;
+    status = code ? run_cell(&r, &c, code) : 0;
 out:
+    textcut_finish(&r.out);
+    textcut_finish(&r.err);
+    if (status == 2 && a.json)
+        print_unavailable(&r);
     if (open)
         client_close(&c);
     if (r.sigfd >= 0)
         close(r.sigfd);
+    if (r.timerfd >= 0)
+        close(r.timerfd);
     if (r.outdir_fd >= 0)
         close(r.outdir_fd);
     if (lock >= 0)

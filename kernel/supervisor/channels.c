@@ -330,3 +330,19 @@ void channels_drain(struct channels *c, enum connection_channel ch,
             return;
     }
 }
+
+bool channels_peer_present(struct channels *c, enum connection_channel ch,
+                           const struct wire_frame *ident)
+{
+    void *s = c->sockets[ch];
+    int on = 1, off = 0;
+    if (!s || zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &on, sizeof on) != 0)
+        return true;
+    bool present = true;
+    if (zmq_send(s, ident->data, ident->len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        present = errno != EHOSTUNREACH; /* a full pipe: still there */
+    else
+        zmq_send(s, "", 0, ZMQ_DONTWAIT);
+    zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &off, sizeof off);
+    return present;
+}

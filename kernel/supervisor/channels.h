@@ -61,4 +61,12 @@ void channels_drain(struct channels *c, enum connection_channel ch,
  * pipe drops the message, which is logged. 0 or -errno. */
 int channels_send(struct channels *c, enum connection_channel ch, const struct msg *m);
 
+/* Whether the client of routing identity ident is still connected to ch (a
+ * ROUTER: shell or control). Asks ZeroMQ by sending it one empty frame, which
+ * a client drops unread (it is no message of the protocol): only clients that
+ * asked for the question get it (sandpit run's abandon_if_gone). True when
+ * ZeroMQ cannot tell. */
+bool channels_peer_present(struct channels *c, enum connection_channel ch,
+                           const struct wire_frame *ident);
+
 #endif

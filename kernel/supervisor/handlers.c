@@ -70,6 +70,24 @@ static json_t *sandbox_summary(struct kernel *k)
     return s;
 }
 
+/* What the main shell is doing: {"execution_count", "seconds", "queued"} of
+ * the cell that runs, or null when none does (asked on control, this is how a
+ * client tells a busy kernel from one that does not answer). */
+static json_t *running_cell(struct kernel *k)
+{
+    const struct shell *sh = &k->shells[0];
+    const struct request *r = sh->current;
+    if (!r || !r->execute)
+        return json_null();
+    json_int_t queued = 0;
+    for (const struct request *q = sh->queue_head; q; q = q->next)
+        queued++;
+    double s = r->sent_at > 0 ? loop_now(k->loop) - r->sent_at : 0;
+    json_t *j = json_pack("{s:i, s:f, s:I}", "execution_count", r->execution_count,
+                          "seconds", s > 0 ? s : 0.0, "queued", queued);
+    return j ? j : json_null();
+}
+
 void handlers_kernel_info(struct kernel *k, struct request *req)
 {
     char banner[1024];
@@ -91,8 +109,11 @@ void handlers_kernel_info(struct kernel *k, struct request *req)
         "help_links", "text", "Python Reference", "url",
         "https://docs.python.org/" SANDPIT_PY_SHORT "/", "debugger", 0,
         "supported_features", "kernel subshells");
+    json_t *sp = c ? sandbox_summary(k) : NULL;
+    if (sp)
+        json_object_set_new(sp, "running", running_cell(k));
     if (c)
-        json_object_set_new(c, "sandpit", sandbox_summary(k));
+        json_object_set_new(c, "sandpit", sp);
     outbox_reply(k, req, "kernel_info_reply", &c, NULL);
 }
 

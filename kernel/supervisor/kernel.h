@@ -65,6 +65,9 @@ struct kernel_io {
      * dropped with its link): see child_queued. NULL: not known. */
     unsigned long long (*worker_queued)(void *ctx);
     unsigned long long (*worker_written)(void *ctx);
+    /* Whether the client that sent m on ch is still connected. NULL: not
+     * known (taken as present). */
+    bool (*client_present)(void *ctx, enum connection_channel ch, const struct msg *m);
 };
 
 /* What limits.c keeps for the whole kernel rather than for one request. */

@@ -41,6 +41,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel/link/frames.h"
@@ -404,6 +405,42 @@ static size_t cut_error(json_t *content)
     return before > after ? before - after : 0;
 }
 
+/* A result past the cap goes through once too (what an agent asks a cell
+ * for): its text/plain alone, its beginning and end if long, with a line saying
+ * how much was cut. Returns the bytes it loses. */
+static size_t cut_result(json_t *content)
+{
+    enum { SIDE = 2000 };
+    size_t before = sizes_json(content);
+    json_t *data = json_object_get(content, "data");
+    json_t *plain = json_object_get(data, "text/plain");
+    const char *s = json_is_string(plain) ? json_string_value(plain) : "";
+    size_t len = json_is_string(plain) ? json_string_length(plain) : 0;
+    char *text = malloc(2 * SIDE + 96);
+    size_t head = len, tail = len;
+    if (text && len > 2 * SIDE) {
+        for (head = SIDE; head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80;)
+            head--; /* do not split a UTF-8 sequence */
+        for (tail = len - SIDE; tail < len && ((unsigned char)s[tail] & 0xC0) == 0x80;)
+            tail++;
+        int n = (int)head; /* head <= SIDE */
+        memcpy(text, s, head);
+        n += snprintf(text + n, 96, "\n[... %zu bytes cut ...]\n", tail - head);
+        memcpy(text + n, s + tail, len - tail);
+        text[(size_t)n + len - tail] = 0;
+    }
+    json_t *cut = json_pack("{s:O?, s:{s:s}, s:{}}", "execution_count",
+                            json_object_get(content, "execution_count"), "data",
+                            "text/plain", text && len > 2 * SIDE ? text : s, "metadata");
+    free(text);
+    json_object_clear(content);
+    if (cut)
+        json_object_update(content, cut);
+    json_decref(cut);
+    size_t after = sizes_json(content);
+    return before > after ? before - after : 0;
+}
+
 /* Cuts a stream that crosses the text cap at it, on a character boundary; false
  * if nothing of it fits. */
 static bool cut_stream(struct request_output *c, unsigned long cap, json_t *content,
@@ -487,6 +524,14 @@ static bool count_output(struct request_output *c, unsigned long text_cap,
         c->error_cut = true;
         *metadata = NULL;
         c->text_dropped += cut_error(content) + extra;
+        c->text += sizes_json(content);
+        return true;
+    }
+    if (strcmp(type, "execute_result") == 0 && !c->result_cut) {
+        c->result_cut = true;
+        *metadata = NULL;
+        c->text_dropped += cut_result(content) + extra - images;
+        c->images_dropped += images;
         c->text += sizes_json(content);
         return true;
     }

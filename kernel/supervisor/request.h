@@ -24,6 +24,7 @@ struct request_output {
     unsigned long rate_dropped; /* messages dropped past the kernel's rate */
     bool rate_told;             /* the line saying so has been published */
     bool error_cut;             /* an error past the cap went through, cut short */
+    bool result_cut;            /* so did the cell's result, its text alone */
 };
 
 struct request {

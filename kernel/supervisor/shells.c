@@ -442,6 +442,16 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
         history_add(&k->history, k->execution_count, code);
 }
 
+/* A cell whose client asked for it (sandpit.abandon_if_gone in its metadata:
+ * `sandpit run`, which a harness may kill while the cell waits) and has gone
+ * away since: nobody waits for what it does. */
+static bool abandoned(struct kernel *k, const struct request *r)
+{
+    json_t *sp = json_object_get(r->msg->metadata, "sandpit");
+    return r->execute && json_is_true(json_object_get(sp, "abandon_if_gone")) &&
+           k->io.client_present && !k->io.client_present(k->io.ctx, r->channel, r->msg);
+}
+
 void shells_pump(struct kernel *k)
 {
 again:
@@ -459,7 +469,11 @@ again:
                 goto again;
             } else if (w == KERNEL_WORKER_READY) {
                 r = dequeue(sh);
-                if (!r->execute || prepare_execute(k, sh, r)) {
+                if (abandoned(k, r)) {
+                    log_info("not running %s: its client has gone", msg_id(r->msg));
+                    send_aborted(k, r);
+                    request_free(r);
+                } else if (!r->execute || prepare_execute(k, sh, r)) {
                     /* Every request the worker runs has a limit. */
                     limits_set_timeout(k, r);
                     start_request(k, sh, r);

@@ -109,6 +109,12 @@ static int io_to_worker(void *ctx, const json_t *frame, const struct msg *buffer
     return rc;
 }
 
+static bool io_client_present(void *ctx, enum connection_channel ch, const struct msg *m)
+{
+    struct supervisor *s = ctx;
+    return !m->nidents || channels_peer_present(&s->channels, ch, &m->idents[0]);
+}
+
 static void io_signal_worker(void *ctx, int sig)
 {
     struct supervisor *s = ctx;
@@ -508,6 +514,7 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
         .worker_cpu = io_worker_cpu,
         .worker_queued = io_worker_queued,
         .worker_written = io_worker_written,
+        .client_present = io_client_present,
     };
     if ((rc = register_events(s)))
         return rc;

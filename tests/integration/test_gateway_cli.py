@@ -124,7 +124,7 @@ def test_status_reports_limits_and_layers(ws):
     s = json.loads(sandpit("status", "--json", cwd=ws, check=0).stdout)
     assert s["live"] is True and s["workspace"] == str(ws.resolve())
     assert s["limits"]["timeout"] == 12, "an explicit option wins over the profile"
-    assert s["limits"]["max_output_bytes"] == 10000 and s["limits"]["memory_mib"] == 2048
+    assert s["limits"]["max_output_bytes"] == 1000000 and s["limits"]["memory_mib"] == 2048
     assert s["limits"]["network"] is False
     names = [layer["name"] for layer in s["layers"]]
     assert "seccomp" in names and "landlock" in names

@@ -203,7 +203,7 @@ def test_install_profile_agent(jupyter_dir, tmp_path):
     assert kj["argv"][:4] == [os.path.realpath(SANDPIT), "kernel", "-f", "{connection_file}"]
     opts = argv_options(kj["argv"])
     assert float(opts["--timeout"]) == 30
-    assert int(opts["--max-output"]) == 10000
+    assert int(opts["--max-output"]) == 1000000
     assert int(opts["--memory"]) == 2048
     assert opts.get("--network", "off") == "off"
     assert opts.get("--sandbox", "on") == "on"
@@ -213,13 +213,13 @@ def test_install_profile_agent(jupyter_dir, tmp_path):
     try:
         s = kernel_info(k)["sandpit"]
         assert (s["timeout"], s["max_output_bytes"], s["memory_mib"], s["network"],
-                s["enabled"]) == (30, 10000, 2048, False, True)
+                s["enabled"]) == (30, 1000000, 2048, False, True)
         # what the supervisor enforces on its own: charts count apart from the text,
         # completion has its short limit, threads in the background a CPU budget
         assert s["max_image_output_bytes"] == 16 << 20
         assert s["introspection_timeout"] == 5
         assert s["background_cpu"] == {"burst_s": 30, "average_cpus": 0.1}
-        assert s["max_worker_message_bytes"] == 6 * 10000 + (16 << 20) + (4 << 20)
+        assert s["max_worker_message_bytes"] == 6 * 1000000 + (16 << 20) + (4 << 20)
         if memory_limit_applies(k):
             assert k.run("import resource\n"
                          "print(resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)") == \
