@@ -13,7 +13,9 @@ jupyter_client, and nbconvert --execute of a notebook.
 
 import os
 
-from sandpit_testing import stdout_of
+import pytest
+
+from sandpit_testing import install_spec, start, stdout_of, stop
 
 
 def bump(path, text):
@@ -21,6 +23,21 @@ def bump(path, text):
     before = os.stat(path)
     path.write_text(text)
     os.utime(path, (before.st_atime + 10, before.st_mtime + 10))
+
+
+def layers(k):
+    k.run("pass")
+    return {x["name"]: x["state"]
+            for x in k.request("kernel_info")["content"]["sandpit"]["layers"]}
+
+
+def refusal(k, code):
+    """The error a cell raises: (ename, evalue, the last line shown)."""
+    reply, outputs = k.execute(code)
+    c = reply["content"]
+    assert c["status"] == "error", c
+    shown = [m["content"] for m in outputs if m["msg_type"] == "error"][-1]["traceback"][-1]
+    return c["ename"], c["evalue"], shown
 
 
 # --- item 2: %autoreload ----------------------------------------------------------------
@@ -38,3 +55,76 @@ def test_autoreload_watches_a_module_imported_in_the_same_cell(fresh_kernel, tmp
     assert k.run("from mymod import f") == ""
     bump(mymod, "def f():\n    return 'newer'\n")
     assert k.run("print(f(), mymod.f())") == "newer newer\n"
+
+
+# --- item 3: a file beside the notebook's folder ------------------------------------------
+
+
+def test_a_refused_read_says_how_to_grant_it(jupyter_dir, tmp_path):
+    project = tmp_path / "project"
+    (project / "notebooks").mkdir(parents=True)
+    (project / "data").mkdir()
+    (project / "data" / "sales.csv").write_text("region,total\nnorth,3\n")
+    data = project / "data"
+    k = start("sandpit", cwd=str(project / "notebooks"))
+    try:
+        if layers(k)["landlock"] != "active":
+            pytest.skip("no Landlock on this machine: nothing keeps a cell from reading "
+                        "beside its workspace")
+        ename, evalue, shown = refusal(k, "open('../data/sales.csv').read()")
+        assert ename == "PermissionError"
+        how = ("to read %s too, start the kernel with --read %s (for a kernelspec: sandpit "
+               "install --read %s), or with --workspace of a folder that holds it and the "
+               "notebook" % (data, data, data))
+        assert how in evalue and how in shown, evalue
+        assert evalue.startswith("[Errno 13] Permission denied (outside the folders this "
+                                 "kernel may read: its workspace, %s" % (project / "notebooks"))
+    finally:
+        stop(k)
+    # and the way it names works
+    k = start(install_spec(jupyter_dir, "--read", str(data)), cwd=str(project / "notebooks"))
+    try:
+        assert k.run("print(open('../data/sales.csv').read().split()[1])") == "north,3\n"
+    finally:
+        stop(k)
+
+
+# --- item 5: a new file at the top of a home folder ------------------------------------------
+
+
+def test_a_new_file_at_the_top_of_a_home_folder_says_what_to_do(jupyter_dir, tmp_path):
+    home = tmp_path / "home"
+    (home / "notebooks").mkdir(parents=True)
+    (home / "kept.csv").write_text("a\n")
+    (home / ".bashrc").write_text("# the user's\n")
+    env = dict(os.environ, HOME=str(home))
+    k = start("sandpit", cwd=str(home), env=env)
+    try:
+        if layers(k)["mount-namespace"] != "active":
+            pytest.skip("no mount namespace on this machine: the top of a home workspace "
+                        "stays writable (the report names it)")
+        ename, evalue, shown = refusal(k, "open('out.csv', 'w').write('x')")
+        assert ename == "OSError"
+        why = ("[Errno 30] Read-only file system (nothing new can be made at the very top "
+               "of a home folder, %s, no file and no folder, and nothing there renamed or "
+               "removed (what is there stays writable): the sandbox keeps its top level "
+               "read-only so that no dot-file can appear; write into a folder that is "
+               "already there, or give the kernel a folder of its own with --workspace "
+               "DIR)" % home)
+        assert evalue.startswith(why) and why in shown, evalue
+        assert "dot-files and dot-folders" not in evalue
+        # a folder there, as the message says, and the files already there, work
+        assert k.run("open('notebooks/out.csv', 'w').write('x')\n"
+                     "open('kept.csv', 'a').write('b\\n')") == ""
+        assert (home / "notebooks" / "out.csv").read_text() == "x"
+        ename, evalue, shown = refusal(k, "import os\nos.mkdir('work')")
+        assert "nothing new can be made at the very top of a home folder" in evalue
+        # a dot-file there is hidden, and says so
+        for code in ("open('.bash_profile', 'w')", "open('.bashrc', 'a')"):
+            ename, evalue, shown = refusal(k, code)
+            assert "(the sandbox hides the dot-files and dot-folders at the top of a home " \
+                "folder, and no new one can be made there" in evalue, (code, evalue)
+        assert not (home / ".bash_profile").exists()
+        assert (home / ".bashrc").read_text() == "# the user's\n"
+    finally:
+        stop(k)
