@@ -12,6 +12,8 @@ jupyter_client, and nbconvert --execute of a notebook.
 """
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -128,3 +130,38 @@ def test_a_new_file_at_the_top_of_a_home_folder_says_what_to_do(jupyter_dir, tmp
         assert (home / ".bashrc").read_text() == "# the user's\n"
     finally:
         stop(k)
+
+
+# --- item 6: !pip install in a notebook run ---------------------------------------------------
+
+
+def test_nbconvert_runs_a_notebook_through_its_pip_install(jupyter_dir, tmp_path):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "sandpit", "display_name": "sandpit",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("!pip install -q x"),
+                nbformat.v4.new_code_cell("%pip install -q x\n%conda install y"),
+                nbformat.v4.new_code_cell("%%bash\necho hi"),
+                nbformat.v4.new_code_cell("print('the notebook ran on')")]
+    nbformat.write(nb, tmp_path / "setup.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+         "--ExecutePreprocessor.kernel_name=sandpit", "--ExecutePreprocessor.timeout=60",
+         "--output", "ran.ipynb", str(tmp_path / "setup.ipynb")],
+        cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ran = nbformat.read(tmp_path / "ran.ipynb", as_version=4)
+    outs = [cell.outputs for cell in ran.cells]
+    assert all(o.output_type == "stream" for cell in outs for o in cell), outs
+    pip = "".join(o.text for o in outs[0] if o.name == "stderr")
+    assert pip.startswith("package installation is disabled in this kernel: `!pip install "
+                          "-q x` needs a shell and the network")
+    assert "start the kernel with --venv DIR" in pip and "system's packages" in pip
+    packages = "".join(o.text for o in outs[1] if o.name == "stderr")
+    assert packages.startswith("package installation is disabled in this kernel: "
+                               "`%pip install -q x` needs a shell and the network")
+    assert "start the kernel with --venv DIR" in packages and "system's packages" in packages
+    assert "`%conda install y`" in packages
+    assert "a `%%bash` cell" in "".join(o.text for o in outs[2])
+    assert [o.text for o in outs[3]] == ["the notebook ran on\n"]
