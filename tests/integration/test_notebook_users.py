@@ -14,6 +14,7 @@ jupyter_client, and nbconvert --execute of a notebook.
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -165,3 +166,53 @@ def test_nbconvert_runs_a_notebook_through_its_pip_install(jupyter_dir, tmp_path
     assert "`%conda install y`" in packages
     assert "a `%%bash` cell" in "".join(o.text for o in outs[2])
     assert [o.text for o in outs[3]] == ["the notebook ran on\n"]
+
+
+# --- item 7: completion of chained calls -----------------------------------------------------
+
+
+def complete(k, code):
+    reply = k.request("complete", code, len(code), timeout=60)["content"]
+    assert reply["status"] == "ok", reply
+    return reply
+
+
+def test_completion_of_a_chained_call_offers_what_jedi_infers(fresh_kernel):
+    """jedi reads pandas' source the first time, which may take longer than one
+    request waits: it goes on meanwhile, and a later Tab gets the answer."""
+    k = fresh_kernel
+    k.run("import pandas as pd\ndf = pd.DataFrame({'x': [1, 1, 2], 'y': [3, 4, 5]})")
+    code = 'df.groupby("x").ag'
+    deadline = time.monotonic() + 120
+    for attempt in range(100):
+        reply = complete(k, code)
+        if reply["matches"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert reply["matches"] == ["agg", "aggregate"], reply
+    assert (reply["cursor_start"], reply["cursor_end"]) == (len(code) - 2, len(code))
+    # plain completions work as before, and the kernel is still itself
+    assert {"agg", "aggregate"} <= set(complete(k, "df.ag")["matches"])
+    assert "print" in complete(k, "pri")["matches"]
+    assert k.run("print(df.groupby('x').agg('sum').y.tolist())") == "[7, 5]\n"
+
+
+def test_completion_runs_no_call_and_no_property(fresh_kernel):
+    k = fresh_kernel
+    k.run("calls = []\n"
+          "class P:\n"
+          "    @property\n"
+          "    def boom(self):\n"
+          "        calls.append('property')\n"
+          "        return self\n"
+          "    def me(self):\n"
+          "        calls.append('call')\n"
+          "        return self\n"
+          "p = P()\n")
+    for code in ("p.boom.", "p.boom.me", "p.bo", "p.me().bo", "p.me().me().", "P().boom.",
+                 "[p][0].boom.me", "p.boom.me().boom."):
+        complete(k, code)
+    time.sleep(1)  # a jedi still reading in its thread would have run them by now
+    complete(k, "p.bo")
+    assert k.run("print(calls)") == "[]\n"
+    assert "boom" in complete(k, "p.bo")["matches"]
