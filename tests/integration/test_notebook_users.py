@@ -218,3 +218,25 @@ def test_completion_runs_no_call_and_no_property(fresh_kernel):
     complete(k, "p.bo")
     assert k.run("print(calls)") == "[]\n"
     assert "boom" in complete(k, "p.bo")["matches"]
+
+
+def test_a_completion_stopped_by_its_limit_leaves_no_thread_behind(kernel_with):
+    """jedi runs in a thread of its own: when the request's limit stops a __dir__
+    that loops, jedi's thread stops too, rather than spinning on."""
+    k = kernel_with("--introspection-timeout", "1")
+    k.run("class Spins:\n"
+          "    def __dir__(self):\n"
+          "        while True:\n"
+          "            pass\n"
+          "spins = Spins()\n")
+    reply = k.request("complete", "spins.", 6, timeout=60)["content"]
+    assert (reply["status"], reply["ename"]) == ("error", "TimeoutError"), reply
+    code = "import threading\nprint([t.name for t in threading.enumerate()])"
+    deadline = time.monotonic() + 30
+    for attempt in range(60):
+        names = k.run(code)
+        if "sandpit-completion" not in names or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert "sandpit-completion" not in names
+    assert k.run("print('the kernel answers')") == "the kernel answers\n"

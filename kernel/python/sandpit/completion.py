@@ -397,16 +397,22 @@ def _python(ctx, user_ns, blank=0):
         return _plain_matches(ctx, user_ns, blank)
     started = time.monotonic()
     pending = _JediThread(jedi, ctx, user_ns, blank)
-    found = pending.wait(JEDI_BUDGET)
-    if found is not None and found[0]:
-        return found
-    plain = _plain_matches(ctx, user_ns, blank)
-    if found is not None or plain[0]:
-        return plain
-    # Nothing the plain way (a call: f().x; a name a statement of this cell
-    # imports): jedi is given longer.
-    found = pending.wait(JEDI_PATIENCE - (time.monotonic() - started))
-    return found if found is not None and found[0] else plain
+    try:
+        found = pending.wait(JEDI_BUDGET)
+        if found is not None and found[0]:
+            return found
+        plain = _plain_matches(ctx, user_ns, blank)
+        if found is not None or plain[0]:
+            return plain
+        # Nothing the plain way (a call: f().x; a name a statement of this cell
+        # imports): jedi is given longer.
+        found = pending.wait(JEDI_PATIENCE - (time.monotonic() - started))
+        return found if found is not None and found[0] else plain
+    except BaseException:
+        # The request's limit (a __dir__ that loops): jedi is stopped too, or it
+        # would spin on in its thread.
+        pending.stop()
+        raise
 
 
 class _JediThread:
@@ -418,6 +424,7 @@ class _JediThread:
         self.args = (jedi, ctx, user_ns, blank)
         self.result = None
         self.started = False
+        self.thread = None
         self.done = threading.Event()
 
     def _run(self, jedi, ctx, user_ns, blank):
@@ -430,6 +437,17 @@ class _JediThread:
             _jedi_busy.release()
             self.done.set()
 
+    def stop(self):
+        """Raises KeyboardInterrupt in the thread, at its next line of Python."""
+        if self.thread is None or self.done.is_set() or self.thread.ident is None:
+            return
+        try:
+            import ctypes
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(self.thread.ident), ctypes.py_object(KeyboardInterrupt))
+        except Exception as e:
+            link.log("warning", "could not stop jedi's thread: %r" % (e,))
+
     def wait(self, seconds):
         """(matches, start) once jedi has answered ([] if it could not), or None
         while it has not (or an earlier request's jedi is still at work)."""
@@ -439,8 +457,9 @@ class _JediThread:
                 return None
             self.started = True
             try:
-                threading.Thread(target=self._run, args=self.args,
-                                 name="sandpit-completion", daemon=True).start()
+                self.thread = threading.Thread(target=self._run, args=self.args,
+                                               name="sandpit-completion", daemon=True)
+                self.thread.start()
             except RuntimeError:  # no thread to be had (the pids limit)
                 _jedi_busy.release()
                 self.result = ([], self.args[1].cursor)
