@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from sandpit_testing import install_spec, start, stdout_of, stop
+from sandpit_testing import install_spec, start, stop
 
 
 def bump(path, text):

@@ -392,7 +392,6 @@ def _python(ctx, user_ns, blank=0):
         return ([Match(head + n, "module") for n in _modules(parts[:-1], parts[-1])],
                 ctx.cursor - len(word))
     jedi = _get_jedi() if use_jedi() else False
-    matches, start = [], ctx.cursor
     if not jedi:
         return _plain_matches(ctx, user_ns, blank)
     started = time.monotonic()
