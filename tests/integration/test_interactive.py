@@ -475,18 +475,31 @@ def test_magic_tracebacks_show_the_cell(k):
 
 @pytest.mark.parametrize("cell, message", [
     ("!ls", "shell commands are disabled in this kernel: `!ls` would start a new process"),
-    ("files = !ls", "shell commands are disabled in this kernel"),
     ("%system ls", "shell commands are disabled in this kernel"),
     ("%%bash\nls", "shell commands are disabled in this kernel: a `%%bash` cell"),
+    ("%%sh\nls", "shell commands are disabled in this kernel: a `%%sh` cell"),
     ("%pip install requests", "package installation is disabled in this kernel: "
                               "`%pip install requests` needs a shell and the network"),
     ("%conda install numpy", "package installation is disabled in this kernel"),
 ])
-def test_shell_escapes_are_refused(k, cell, message):
-    reply, outputs = k.execute(cell)
-    err = error_of(outputs)
-    assert reply["content"]["status"] == "error"
-    assert err["ename"] == "PermissionError" and err["evalue"].startswith(message)
+def test_shell_escapes_are_refused_on_stderr(k, cell, message):
+    """As ipykernel shows a command that fails: its words on stderr, and the cell
+    (and the notebook) goes on."""
+    line = "\n" not in cell  # a line goes on to the next line of its cell
+    reply, outputs = k.execute(cell + "\nprint('after')" if line else cell)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert stdout_of(outputs, "stderr").startswith(message)
+    assert stdout_of(outputs) == ("after\n" if line else "")
+    assert k.value("_exit_code") == "126"
+
+
+def test_shell_escapes_that_give_a_value_raise(k):
+    for cell in ("files = !ls", "files = %sx ls"):
+        reply, outputs = k.execute(cell)
+        err = error_of(outputs)
+        assert reply["content"]["status"] == "error"
+        assert err["ename"] == "PermissionError"
+        assert err["evalue"].startswith("shell commands are disabled in this kernel")
 
 
 # --- get_ipython() ------------------------------------------------------------------------------

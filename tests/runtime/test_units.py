@@ -487,14 +487,19 @@ def test_capture(ns, sent, capsys):
     assert sys.stdout is not ns["broken"]._stdout
 
 
-def test_refused_and_unknown_magics(ns):
-    for cell in ("!ls", "x = !ls", "%system ls", "%%bash\nls", "%sx ls"):
+def test_refused_and_unknown_magics(ns, capsys):
+    for cell in ("x = !ls", "%sx ls"):
         with pytest.raises(PermissionError, match="shell commands are disabled in this "
                                                   "kernel"):
             run_cell(ns, cell)
-    for cell in ("%pip install requests", "%conda install numpy"):
-        with pytest.raises(PermissionError, match="package installation is disabled"):
-            run_cell(ns, cell)
+    for cell, words in (("!ls", "shell commands are disabled in this kernel"),
+                        ("%system ls", "shell commands are disabled in this kernel"),
+                        ("%%bash\nls", "shell commands are disabled in this kernel"),
+                        ("%pip install requests", "package installation is disabled"),
+                        ("%conda install numpy", "package installation is disabled")):
+        run_cell(ns, cell)
+        assert capsys.readouterr().err.startswith(words), cell
+        assert ns["_exit_code"] == 126
     with pytest.raises(magics.UsageError, match=r"^Line magic function `%nosuch` not "
                                                 r"found\.$"):
         run_cell(ns, "%nosuch")

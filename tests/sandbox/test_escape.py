@@ -70,7 +70,7 @@ BARE_EPERM = "[Errno 1] Operation not permitted"
 WRITE_WHY = "(outside the workspace: this kernel may write only in its workspace, %s, " \
     "and its temporary folder, "
 READ_WHY = "(outside the folders this kernel may read: its workspace, %s, its temporary " \
-    "folder and the folders of Python and its libraries)"
+    "folder and the folders of Python and its libraries; to read "
 READ_ONLY = "[Errno 30] Read-only file system"
 DENIED = "[Errno 13] Permission denied"
 

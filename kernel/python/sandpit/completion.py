@@ -21,6 +21,15 @@ type and, for functions, signature, as ipykernel does. jedi is imported on
 the first request (never for execute_request); if it is missing or fails,
 completion falls back quietly. Computing jedi's types is given a time budget
 like IPython's (0.4 s); matches beyond it are typed "<unknown>".
+
+jedi infers what a call returns without making it (df.groupby("x").ag gives
+agg and aggregate, from pandas' source), and is told never to run a property
+either (its Interpreter would by default). Reading a large library's source
+the first time takes seconds, though, so jedi runs in a thread of its own and
+is waited for a while only (JEDI_BUDGET, and up to JEDI_PATIENCE where the
+plain way has nothing to offer, as after a call): past that the plain way
+answers, and jedi goes on to fill its cache, so that a later Tab gets its
+answer at once. One jedi runs at a time.
 """
 
 import builtins
@@ -28,6 +37,7 @@ import keyword
 import os
 import re
 import sys
+import threading
 import time
 
 from . import inputs
@@ -36,6 +46,9 @@ from . import link
 TYPES_KEY = "_jupyter_types_experimental"
 TYPE_BUDGET = 0.4
 MAX_PATHS = 1000
+JEDI_BUDGET = 0.5    # seconds a request waits for jedi before trying the plain way
+JEDI_PATIENCE = 4.0  # in all, when the plain way has nothing (within the 5 s limit)
+_jedi_busy = threading.Lock()  # held while a jedi thread runs: jedi is not thread-safe
 
 _jedi = None  # the jedi module once imported; False when it cannot be used
 
@@ -61,6 +74,8 @@ def _configure_jedi(jedi):
     base = tempfile.gettempdir()
     jedi.settings.cache_directory = os.path.join(base, "jedi")
     jedi.settings.case_insensitive_completion = False
+    # Its Interpreter would run properties to see what they give: user code.
+    jedi.Interpreter._allow_descriptor_getattr_default = False
     try:
         import parso.cache
         parso.cache._default_cache_path = pathlib.Path(base, "parso")
@@ -377,16 +392,80 @@ def _python(ctx, user_ns, blank=0):
         return ([Match(head + n, "module") for n in _modules(parts[:-1], parts[-1])],
                 ctx.cursor - len(word))
     jedi = _get_jedi() if use_jedi() else False
-    matches, start = [], ctx.cursor
-    if jedi:
+    if not jedi:
+        return _plain_matches(ctx, user_ns, blank)
+    started = time.monotonic()
+    pending = _JediThread(jedi, ctx, user_ns, blank)
+    try:
+        found = pending.wait(JEDI_BUDGET)
+        if found is not None and found[0]:
+            return found
+        plain = _plain_matches(ctx, user_ns, blank)
+        if found is not None or plain[0]:
+            return plain
+        # Nothing the plain way (a call: f().x; a name a statement of this cell
+        # imports): jedi is given longer.
+        found = pending.wait(JEDI_PATIENCE - (time.monotonic() - started))
+        return found if found is not None and found[0] else plain
+    except BaseException:
+        # The request's limit (a __dir__ that loops): jedi is stopped too, or it
+        # would spin on in its thread.
+        pending.stop()
+        raise
+
+
+class _JediThread:
+    """jedi's matches, computed in a thread of its own. A jedi that is late goes
+    on alone (filling its cache); a request that comes meanwhile waits for it
+    as long as it would wait for its own."""
+
+    def __init__(self, jedi, ctx, user_ns, blank):
+        self.args = (jedi, ctx, user_ns, blank)
+        self.result = None
+        self.started = False
+        self.thread = None
+        self.done = threading.Event()
+
+    def _run(self, jedi, ctx, user_ns, blank):
         try:
-            matches, start = _jedi_matches(jedi, ctx, user_ns, blank)
-        except Exception as e:
+            self.result = _jedi_matches(jedi, ctx, user_ns, blank)
+        except BaseException as e:
+            self.result = ([], ctx.cursor)
             link.log("warning", "jedi could not complete: %r" % (e,))
-            matches = []
-    if not matches:
-        matches, start = _plain_matches(ctx, user_ns, blank)
-    return matches, start
+        finally:
+            _jedi_busy.release()
+            self.done.set()
+
+    def stop(self):
+        """Raises KeyboardInterrupt in the thread, at its next line of Python."""
+        if self.thread is None or self.done.is_set() or self.thread.ident is None:
+            return
+        try:
+            import ctypes
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(self.thread.ident), ctypes.py_object(KeyboardInterrupt))
+        except Exception as e:
+            link.log("warning", "could not stop jedi's thread: %r" % (e,))
+
+    def wait(self, seconds):
+        """(matches, start) once jedi has answered ([] if it could not), or None
+        while it has not (or an earlier request's jedi is still at work)."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        if not self.started:
+            if not _jedi_busy.acquire(timeout=max(0.0, seconds)):
+                return None
+            self.started = True
+            try:
+                self.thread = threading.Thread(target=self._run, args=self.args,
+                                               name="sandpit-completion", daemon=True)
+                self.thread.start()
+            except RuntimeError:  # no thread to be had (the pids limit)
+                _jedi_busy.release()
+                self.result = ([], self.args[1].cursor)
+                self.done.set()
+        if not self.done.wait(max(0.0, deadline - time.monotonic())):
+            return None
+        return self.result
 
 
 def _jedi_matches(jedi, ctx, user_ns, blank):

@@ -165,24 +165,77 @@ def reword(exc):
         return False
     writing = exc.errno == errno.EROFS or _writing(path)
     if _inside(path, workspace):
-        if not writing:
+        why = _why_refused_inside(path, exc.errno, writing)
+        if why is None:
             return False  # the file's own permissions, not the sandbox
-        why = ("the sandbox keeps the dot-files and dot-folders at the top of a home "
-               "folder read-only, and no new one can be made there: logins and tools run "
-               "code from them")
     elif writing:
         why = ("outside the workspace: this kernel may write only in its workspace, %s, "
                "and its temporary folder, %s" % (workspace, tmp or "$TMPDIR"))
     elif writing is None:
         why = ("outside the workspace: this kernel may write only in its workspace, %s, "
                "and its temporary folder, and read only those and the folders of Python "
-               "and its libraries" % workspace)
+               "and its libraries; %s" % (workspace, _how_to_read(path)))
     else:
         why = ("outside the folders this kernel may read: its workspace, %s, its "
-               "temporary folder and the folders of Python and its libraries" % workspace)
+               "temporary folder and the folders of Python and its libraries; %s"
+               % (workspace, _how_to_read(path)))
     exc.strerror = "%s (%s)" % (exc.strerror or os.strerror(exc.errno), why)
     exc._sandpit_reworded = True
     return True
+
+
+def _how_to_read(path):
+    """The way to grant the kernel a folder to read: path's, or path if it is one
+    (stat works where reading does not)."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path) or path
+    return ("to read %s too, start the kernel with --read %s (for a kernelspec: sandpit "
+            "install --read %s), or with --workspace of a folder that holds it and the "
+            "notebook" % (folder, folder, folder))
+
+
+def _homes():
+    """The home folders the sandbox treats so (sandbox/home.c): $HOME and the
+    password database's, each as a real path."""
+    found = []
+    candidates = [os.environ.get("HOME")]
+    try:
+        import pwd
+        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError, OSError):
+        pass
+    for home in candidates:
+        if home and home.startswith("/"):
+            real = os.path.realpath(home)
+            if real != "/" and real not in found:
+                found.append(real)
+    return found
+
+
+def _why_refused_inside(path, err, writing):
+    """Why the sandbox refused a file in the workspace, or None when it did not
+    (a file's own permissions). It hides the dot-entries at the top of a home
+    folder and keeps that top level read-only, and binds a few paths read-only
+    (the folders on PATH, ~/bin, .git, Jupyter's and IPython's folders): those
+    give EROFS, or EACCES for a hidden entry."""
+    folder, name = os.path.split(path)
+    folder = os.path.realpath(folder)
+    if folder in _homes():
+        if name.startswith("."):
+            return ("the sandbox hides the dot-files and dot-folders at the top of a home "
+                    "folder, and no new one can be made there: logins and tools run code "
+                    "from them and keep their keys there")
+        if err == errno.EROFS:
+            return ("nothing new can be made at the very top of a home folder, %s, no "
+                    "file and no folder, and nothing there renamed or removed (what is "
+                    "there stays writable): the sandbox keeps its top level read-only so "
+                    "that no dot-file can appear; write into a folder that is already "
+                    "there, or give the kernel a folder of its own with --workspace DIR"
+                    % folder)
+    if err != errno.EROFS or not writing:
+        return None
+    return ("the sandbox keeps this path read-only: programs, Python or Jupyter run code "
+            "from it (the folders on PATH, ~/bin, .git, .hg, .vscode, Jupyter's and "
+            "IPython's folders, start-up files, --venv, --read and PYTHONPATH folders)")
 
 
 def guard_semaphores(synchronize):

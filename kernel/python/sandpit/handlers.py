@@ -47,9 +47,8 @@ def execute(req):
     execution.register_source(filename, code)
     reply = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
     events = _events()
-    info = None
+    info = _ExecutionInfo(code, store_history, silent, req.metadata.get("cellId"))
     if events is not None:
-        info = _ExecutionInfo(code, store_history, silent, req.metadata.get("cellId"))
         events.trigger("pre_execute")
         if not silent:
             events.trigger("pre_run_cell", info)
@@ -88,6 +87,9 @@ def execute(req):
             figures.show_open_figures()
         except (Exception, KeyboardInterrupt) as e:
             link.log("warning", "could not show the cell's figures: %r" % (e,))
+    # Looked up again: a callback the cell registered (%load_ext autoreload) sees
+    # the end of that very cell, as in IPython, and notes what the cell imported.
+    events = _events()
     if events is not None:
         try:
             events.trigger("post_execute")

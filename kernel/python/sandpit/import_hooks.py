@@ -189,7 +189,18 @@ class _PatchingLoader:
         self.loader.exec_module(module)
         _patch(self.patch, module)
 
-    def __getattr__(self, name):  # get_source, is_package, ... of the real loader
+    # What readers of a module's source look up on the loader's class, not on the
+    # loader (jedi, to complete a call's result: df.groupby("x").ag).
+    def get_source(self, name):
+        return self.loader.get_source(name)
+
+    def get_filename(self, name):
+        return self.loader.get_filename(name)
+
+    def is_package(self, name):
+        return self.loader.is_package(name)
+
+    def __getattr__(self, name):  # get_code, get_data, ... of the real loader
         return getattr(self.loader, name)
 
 

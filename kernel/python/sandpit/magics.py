@@ -10,8 +10,11 @@ traceback from "%time f()" or from line 3 of a "%%time" cell points at the
 cell as typed.
 
 Magics that would start a process or reach the network (!cmd, %pip,
-%conda, %%bash, ...) raise PermissionError with a message that says why; an
-unknown magic raises UsageError, shown in one line as IPython shows it.
+%conda, %%bash, %system, ...) print on stderr why they are refused and what
+works instead, and the cell goes on, as ipykernel prints a failed command's
+words; those that must give the cell a value (x = !cmd, %sx) raise
+PermissionError. An unknown magic raises UsageError, shown in one line as
+IPython shows it.
 
 The outputs match IPython 8's: "%time" prints "CPU times: user 2 µs, sys:
 1 µs, total: 3 µs" and "Wall time: 4.53 µs", "%timeit" prints "98 ns ± 3.36 ns
@@ -78,18 +81,52 @@ def find(name, cell=False):
     return (CELL if cell else LINE).get(name)
 
 
+def _shell_words(command):
+    return ("shell commands are disabled in this kernel: %s would start a new process, "
+            "which sandpit's sandbox does not allow (the cell's Python can do the file "
+            "work: os, shutil, pathlib)" % command)
+
+
 def refuse_shell(command):
-    raise PermissionError(
-        "shell commands are disabled in this kernel: %s would start a new process, "
-        "which sandpit's sandbox does not allow" % command)
+    """For what must give a value (x = !cmd, %sx): raises."""
+    raise PermissionError(_shell_words(command))
 
 
-def _refuse_packages(name, line):
-    raise PermissionError(
-        "package installation is disabled in this kernel: `%%%s %s` needs a shell and "
-        "the network, which sandpit's sandbox does not allow. Ask whoever runs the "
-        "kernel to install the package (on Debian: apt install python3-<name>)."
-        % (name, line.strip()))
+def say_refused(shell, text):
+    """A refused command as ipykernel shows one that fails: its words on stderr,
+    _exit_code set, and the cell (and a notebook run through nbconvert) goes on."""
+    sys.stderr.write("%s\n" % text)
+    try:
+        shell.user_ns["_exit_code"] = 126
+    except (AttributeError, TypeError):
+        pass
+
+
+def say_shell_refused(shell, command):
+    say_refused(shell, _shell_words(command))
+
+
+def say_command_refused(shell, cmd):
+    """!cmd: a package manager's (!pip install) says what works instead."""
+    words = cmd.split()
+    if words and (os.path.basename(words[0]) in PACKAGE_LINE | {"pip3"} or
+                  words[1:3] == ["-m", "pip"]):
+        return _say_packages_refused(shell, "!" + cmd.strip())
+    say_shell_refused(shell, "`!%s`" % cmd)
+
+
+def _say_packages_refused(shell, command):
+    say_refused(shell, (
+        "package installation is disabled in this kernel: `%s` needs a shell and "
+        "the network, which sandpit's sandbox does not allow. What works: install the "
+        "packages into a virtual environment outside the kernel (/usr/bin/python3 -m venv "
+        "DIR, then DIR/bin/pip install ...) and start the kernel with --venv DIR (for a "
+        "kernelspec: sandpit install --venv DIR), or use the system's packages (on "
+        "Debian: apt install python3-<name>)." % command))
+
+
+# What gives a value to the cell is refused with an error; what only prints says so.
+VALUE_LINE = {"sx", "sc"}
 
 
 def _unknown(name, cell):
@@ -110,10 +147,13 @@ def run_line(shell, name, line, where):
     fn = LINE.get(name)
     if fn is None:
         if name in PACKAGE_LINE:
-            _refuse_packages(name, line)
+            return _say_packages_refused(shell, "%%%s %s" % (name, line.strip()))
         if name in SHELL_LINE:
-            refuse_shell("`%%%s %s`" % (name, line.strip()) if line.strip() else "`%%%s`"
-                         % name)
+            command = ("`%%%s %s`" % (name, line.strip()) if line.strip() else "`%%%s`"
+                       % name)
+            if name in VALUE_LINE:
+                refuse_shell(command)
+            return say_shell_refused(shell, command)
         raise _unknown(name, False)
     if name not in NO_EXPAND:
         line = expand(line, shell.user_ns)
@@ -124,9 +164,9 @@ def run_cell(shell, name, line, cell, where):
     fn = CELL.get(name)
     if fn is None:
         if name in SHELL_CELL:
-            refuse_shell("a `%%%%%s` cell" % name)
+            return say_shell_refused(shell, "a `%%%%%s` cell" % name)
         if name in PACKAGE_LINE:
-            _refuse_packages(name, line)
+            return _say_packages_refused(shell, "%%%s %s" % (name, line.strip()))
         raise _unknown(name, True)
     if name not in NO_EXPAND:
         line = expand(line, shell.user_ns)

@@ -613,10 +613,10 @@ class SandpitShell:
                 raise ValueError("magic_kind must be line, cell or line_cell, not %r"
                                  % magic_kind)
 
-    # --- shell commands: refused ------------------------------------------------------
+    # --- shell commands: refused (said on stderr; getoutput raises) ----------------
 
     def system(self, cmd):
-        load_magics().refuse_shell("`!%s`" % cmd)
+        load_magics().say_command_refused(self, cmd)
 
     def getoutput(self, cmd, split=True, depth=0):
         load_magics().refuse_shell("`!%s`" % cmd)
