@@ -277,9 +277,13 @@ static int use_memory(struct history *h, long long session)
     return 0;
 }
 
+static void history_write_later(struct history *h);
+
 int history_open(struct history *h, const char *path, const char *workspace)
 {
     memset(h, 0, sizeof *h);
+    h->retry = history_retry;
+    h->write_later = history_write_later;
     if (!(h->workspace = strdup(workspace ? workspace : "")))
         return -ENOMEM;
     if (!path)
@@ -468,7 +472,7 @@ static int write_later(struct history *h, int which, long long line, const char 
 
 static int write_row(struct history *h, int which, long long line, const char *text);
 
-void history_write_later(struct history *h)
+static void history_write_later(struct history *h)
 {
     struct history_later *w = h->later;
     h->later = NULL;
@@ -573,4 +577,16 @@ int history_add(struct history *h, int line, const char *input)
 int history_set_output(struct history *h, int line, const char *output)
 {
     return write_row(h, WRITE_OUTPUT, line, output);
+}
+
+json_t *history_query(struct history *h, const struct history_query *q,
+                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
+{
+    history_retry(h); /* the pending entries, if the file is free again */
+    struct history_reader r = {.db = h->db,
+                               .clock = &h->clock,
+                               .workspace = h->workspace,
+                               .session = h->session,
+                               .pending = h->pending > 0};
+    return history_read(&r, q, max_entries, max_bytes, err, errlen);
 }

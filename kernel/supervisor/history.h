@@ -27,6 +27,11 @@ struct history_thread;
 struct history_later;
 
 struct history {
+    /* history.c's, set at open, for history_thread.c (which history.c calls:
+     * the thread reaches back only through these): the waiting entries tried
+     * again, and the writes that waited while db was lent written now. */
+    void (*retry)(struct history *h);
+    void (*write_later)(struct history *h);
     struct sqlite3 *db;
     struct sqlite3_stmt *writes[4]; /* the per-cell writes, prepared once */
     char *path;        /* the database's file; NULL once it is kept in memory */

@@ -235,15 +235,3 @@ json_t *history_read(const struct history_reader *h, const struct history_query 
     json_decref(rev);
     return list;
 }
-
-json_t *history_query(struct history *h, const struct history_query *q,
-                      size_t max_entries, size_t max_bytes, char *err, size_t errlen)
-{
-    history_retry(h); /* the pending entries, if the file is free again */
-    struct history_reader r = {.db = h->db,
-                               .clock = &h->clock,
-                               .workspace = h->workspace,
-                               .session = h->session,
-                               .pending = h->pending > 0};
-    return history_read(&r, q, max_entries, max_bytes, err, errlen);
-}

@@ -226,7 +226,7 @@ int history_submit(struct history *h, const struct history_query *q, size_t max_
         free(j);
         return errbuf_set(-ENOMEM, err, errlen, "out of memory");
     }
-    history_retry(h); /* the waiting entries, if the file is free again */
+    h->retry(h); /* the waiting entries, if the file is free again */
     j->q = *q;
     j->q.pattern = j->pattern;
     j->max_entries = max_entries;
@@ -282,7 +282,7 @@ static struct job *take_done(struct history *h)
         t->asked--;
     }
     if (!h->lent)
-        history_write_later(h);
+        h->write_later(h);
     return list;
 }
 
@@ -357,7 +357,7 @@ void history_thread_end(struct history *h)
     drop_jobs(h, t->todo);
     h->thread = NULL;
     if (!h->lent)
-        history_write_later(h);
+        h->write_later(h);
     sqlite3_close(t->db);
     close(t->efd);
     pthread_cond_destroy(&t->idle);

@@ -13,7 +13,4 @@ void history_thread_drain(struct history *h);
  * (done with both NULL). Nothing if there is none. */
 void history_thread_end(struct history *h);
 
-/* history.c: the writes that waited while db was lent, written now. */
-void history_write_later(struct history *h);
-
 #endif
