@@ -46,6 +46,10 @@ int instance_make_dir(const struct instance *in);
  * go, or -errno. */
 int instance_lock(const struct instance *in);
 
+/* Removes the lock file: for stop, while it holds the lock (instance_lock
+ * takes a lock again when its file was removed meanwhile). */
+void instance_remove_lock(const struct instance *in);
+
 /* Writes the state file (mode 0600) for a kernel of pid started with argv. */
 int instance_write_state(const struct instance *in, pid_t pid, char *const *argv);
 
