@@ -3,7 +3,8 @@
  * idle.h: pid, workspace, busy, since). Nothing is sent to any kernel, so
  * that looking does not count as a request against --idle-timeout. A file
  * whose process is gone, or is not a sandpit kernel (its pid reused), is
- * one a killed kernel left: it is not listed. */
+ * one a killed kernel left: it is not listed. The folder is read with tfile,
+ * as every path of the trusted side. */
 #include "kernel/client/status_all.h"
 
 #include <dirent.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "kernel/client/instance.h"
+#include "sandbox/tfile.h"
 
 /* Whether pid runs `sandpit kernel` (argv[1] is "kernel"). */
 static int is_kernel(long pid)
@@ -38,13 +40,15 @@ static int is_kernel(long pid)
            strstr(base ? base + 1 : buf, "sandpit") != NULL;
 }
 
-/* The kernel of one activity file, or NULL. */
-static json_t *read_one(const char *dir, const char *name, time_t now)
+/* The kernel of one activity file (in dirfd, the runtime folder), or NULL. */
+static json_t *read_one(int dirfd, const char *dir, const char *name, time_t now)
 {
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    char *text = NULL;
+    size_t len = 0;
+    if (tfile_read(dirfd, name, 4096, &text, &len))
         return NULL;
-    json_t *a = json_load_file(path, JSON_DISABLE_EOF_CHECK, NULL);
+    json_t *a = json_loadb(text, len, 0, NULL);
+    free(text);
     json_t *pid = json_object_get(a, "pid"), *since = json_object_get(a, "since");
     json_t *ws = json_object_get(a, "workspace");
     if (!json_is_integer(pid) || !json_is_integer(since) || !json_is_string(ws) ||
@@ -99,11 +103,18 @@ int status_all_main(int argc, char **argv)
         }
     }
     char dir[PATH_MAX];
-    DIR *d = instance_runtime_dir(dir, sizeof dir) == 0 ? opendir(dir) : NULL;
+    int dirfd =
+        instance_runtime_dir(dir, sizeof dir) == 0 ? tfile_open_root(dir) : -ENOENT;
+    int listfd = dirfd >= 0 ? tfile_open_dir(dirfd, "") : dirfd;
+    DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
     json_t *list = json_array();
-    if (!d && errno != ENOENT) {
+    if (!d && listfd != -ENOENT) {
         fprintf(stderr, "sandpit status: cannot read the runtime folder %s: %s\n", dir,
-                strerror(errno));
+                tfile_strerror(listfd < 0 ? listfd : -errno));
+        if (listfd >= 0)
+            close(listfd);
+        if (dirfd >= 0)
+            close(dirfd);
         json_decref(list);
         return 2;
     }
@@ -112,10 +123,12 @@ int status_all_main(int argc, char **argv)
     while (d && (e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n > 9 && strcmp(e->d_name + n - 9, ".activity") == 0)
-            json_array_append_new(list, read_one(dir, e->d_name, now));
+            json_array_append_new(list, read_one(dirfd, dir, e->d_name, now));
     }
     if (d)
         closedir(d);
+    if (dirfd >= 0)
+        close(dirfd);
     if (json) {
         json_t *out = json_pack("{s:o}", "kernels", list);
         char *text = out ? json_dumps(out, JSON_INDENT(2)) : NULL;

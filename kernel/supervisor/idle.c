@@ -1,12 +1,12 @@
 /* idle: a once-a-second look at the shells; the activity file is small and
- * written whole (write to a new name, then rename), only when busy turns to
- * idle or back, never on the way of a request. */
+ * written whole with tfile (a new file, renamed into place), only when
+ * something changed, never on the way of a request. */
 #include "kernel/supervisor/idle.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +15,7 @@
 #include "kernel/monotime.h"
 #include "kernel/supervisor/kernel.h"
 #include "kernel/supervisor/loop.h"
+#include "sandbox/tfile.h"
 
 #define IDLE_LOOK_S 1.0
 
@@ -28,27 +29,19 @@ static bool kernel_busy(const struct kernel *k)
 
 static void write_activity(struct idle *d)
 {
-    if (!d->path[0])
+    if (d->dirfd < 0)
         return;
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.new", d->path);
     json_t *j =
         json_pack("{s:i, s:s, s:b, s:I}", "pid", (json_int_t)getpid(), "workspace",
                   d->k->workspace ? d->k->workspace : "", "busy", d->busy, "since",
                   (json_int_t)(time(NULL) - (time_t)(monotime_now() - d->last)));
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
-    int fd = text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)
-                  : -1;
-    bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-    if (fd >= 0)
-        close(fd);
-    if (ok && rename(tmp, d->path) == 0) {
+    if (text &&
+        tfile_write(d->dirfd, d->name, text, strlen(text), 0600, TFILE_REPLACE) == 0) {
         d->written = true;
         d->written_busy = d->busy;
         d->written_last = d->last;
-    } else if (fd >= 0) {
-        unlink(tmp);
     }
     free(text);
 }
@@ -79,12 +72,22 @@ int idle_start(struct idle *d, struct kernel *k, const char *connection_file,
                double timeout_s)
 {
     memset(d, 0, sizeof *d);
+    d->dirfd = -1;
     d->k = k;
     d->timeout_s = timeout_s;
     d->last = monotime_now();
-    size_t n = connection_file ? strlen(connection_file) : 0;
-    if (n > 5 && strcmp(connection_file + n - 5, ".json") == 0 && n + 4 < sizeof d->path)
-        snprintf(d->path, sizeof d->path, "%.*s.activity", (int)(n - 5), connection_file);
+    /* Beside the connection file, in the folder it was given in (which may be
+     * one a cell can write: tfile, on that folder's descriptor). */
+    const char *slash = connection_file ? strrchr(connection_file, '/') : NULL;
+    const char *base = slash ? slash + 1 : connection_file;
+    size_t n = base ? strlen(base) : 0;
+    if (n > 5 && strcmp(base + n - 5, ".json") == 0 && n + 4 < sizeof d->name) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - connection_file) : 1,
+                 slash ? connection_file : ".");
+        snprintf(d->name, sizeof d->name, "%.*s.activity", (int)(n - 5), base);
+        d->dirfd = tfile_open_root(slash == connection_file ? "/" : dir);
+    }
     write_activity(d);
     d->timer = loop_add_timer(k->loop, IDLE_LOOK_S, on_look, d);
     return d->timer > 0 ? 0 : -ENOMEM;
@@ -97,7 +100,10 @@ void idle_touch(struct idle *d)
 
 void idle_release(struct idle *d)
 {
-    if (d->path[0] && d->written)
-        unlink(d->path);
-    d->path[0] = 0;
+    if (d->dirfd >= 0) {
+        if (d->written)
+            tfile_remove_tree(d->dirfd, d->name);
+        close(d->dirfd);
+    }
+    d->dirfd = -1;
 }

@@ -26,7 +26,8 @@ struct idle {
     bool busy, written_busy;
     bool written;
     long long timer;
-    char path[PATH_MAX]; /* the activity file, or "" */
+    int dirfd;      /* the connection file's folder, or -1: no activity file */
+    char name[256]; /* the activity file's name in it */
 };
 
 /* Starts the watch (k->loop must be set). connection_file may be NULL (no
