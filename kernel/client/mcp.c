@@ -59,6 +59,7 @@ struct mcp {
     struct launched kernel;
     struct client client;
     bool client_open, ready;
+    bool fresh; /* the kernel had stopped: a new one, to say so in the next result */
     char conn[PATH_MAX];
     char log[PATH_MAX]; /* the kernel's stderr */
     const char *version;
@@ -153,6 +154,7 @@ static int ensure_kernel(struct mcp *m, char *err, size_t errlen)
         if ((rc = launch_start(&m->kernel, &argv, true, m->log, err, errlen)))
             return rc;
         m->ready = false;
+        m->fresh = true;
     }
     if ((rc = launch_wait_ready(&m->kernel, &m->client, START_TIMEOUT_S, NULL, err,
                                 errlen))) {
@@ -403,6 +405,13 @@ static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta
                                   mcp_text_item("The cell was not run (aborted)."));
         if (!json_array_size(content))
             json_array_append_new(content, mcp_text_item("(no output)"));
+        if (m->fresh)
+            json_array_insert_new(
+                content, 0,
+                mcp_text_item("(The Python kernel had stopped, idle or "
+                              "ended from outside: this ran in a fresh "
+                              "interpreter, without earlier variables.)"));
+        m->fresh = false;
         result = mcp_tool_result(&content, strcmp(status, "ok") != 0);
     }
     msg_free(reply);
@@ -415,6 +424,7 @@ static json_t *python_reset(struct mcp *m)
     char err[1024];
     if (ensure_kernel(m, err, sizeof err))
         return mcp_tool_error("The Python kernel could not start", err);
+    m->fresh = false; /* the reply says so itself */
     if (launch_restart(&m->kernel, &m->client, START_TIMEOUT_S, err, sizeof err) < 0) {
         m->ready = false;
         return mcp_tool_error("The restart failed", err);

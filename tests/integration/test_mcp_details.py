@@ -167,3 +167,32 @@ def test_closing_stdin_ends_a_runaway_cell(jupyter_dir, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_an_idle_kernel_goes_and_the_next_call_says_it_is_fresh(jupyter_dir, tmp_path):
+    proc = subprocess.Popen([SANDPIT, "mcp", "--workspace", str(tmp_path), "--idle-timeout",
+                             "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+    def ask(msg):
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+        proc.stdin.flush()
+        while True:  # bounded by the read's own end: the server answers each request
+            reply = json.loads(proc.stdout.readline())
+            if reply.get("id") == msg["id"]:
+                return reply
+
+    try:
+        ask(INIT)
+        assert texts(ask(call(1, "python_exec", {"code": "kept = 1\nprint(kept)"}))) == [
+            "[stdout]\n1\n"]
+        kernels = children(proc.pid)
+        deadline = time.monotonic() + 60
+        while not all(map(gone, kernels)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert kernels and all(map(gone, kernels)), "the idle kernel did not stop"
+        note, out = texts(ask(call(2, "python_exec", {"code": "print('kept' in globals())"})))
+        assert "fresh interpreter" in note and out == "[stdout]\nFalse\n"
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
