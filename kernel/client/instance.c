@@ -129,6 +129,12 @@ void instance_remove_lock(const struct instance *in)
     unlink(in->lock_file);
 }
 
+void instance_remove_all(const struct instance *in)
+{
+    instance_remove(in, true);
+    instance_remove_lock(in);
+}
+
 unsigned long long instance_start_time(pid_t pid)
 {
     char path[64], buf[1024];

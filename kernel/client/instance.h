@@ -50,6 +50,9 @@ int instance_lock(const struct instance *in);
  * takes a lock again when its file was removed meanwhile). */
 void instance_remove_lock(const struct instance *in);
 
+/* instance_remove with the log, then instance_remove_lock: what stop does. */
+void instance_remove_all(const struct instance *in);
+
 /* Writes the state file (mode 0600) for a kernel of pid started with argv. */
 int instance_write_state(const struct instance *in, pid_t pid, char *const *argv);
 

@@ -282,8 +282,7 @@ int lifecycle_stop_main(int argc, char **argv)
         goto out;
     }
     if (rc || !instance_alive(st.pid, st.start_time)) {
-        instance_remove(&in, true);
-        instance_remove_lock(&in);
+        instance_remove_all(&in);
         printf("sandpit stop: the kernel of %s was not running (its files are "
                "removed)\n",
                in.workspace);
@@ -300,8 +299,7 @@ int lifecycle_stop_main(int argc, char **argv)
                 (int)st.pid);
         goto out;
     }
-    instance_remove(&in, true);
-    instance_remove_lock(&in);
+    instance_remove_all(&in);
     printf("sandpit stop: stopped the kernel of %s (pid %d)\n", in.workspace,
            (int)st.pid);
     status = 0;

@@ -41,7 +41,6 @@
 #include "kernel/client/outcome.h"
 #include "kernel/client/workspace.h"
 #include "kernel/options.h"
-#include "protocol/errbuf.h"
 
 #define MCP_PROTOCOL_VERSION "2025-06-18"
 #define START_TIMEOUT_S      60.0
@@ -331,6 +330,38 @@ static void add_outputs(json_t *content, const struct outcome *o)
     }
 }
 
+/* The result of a cell that ran: its outputs, its error, and notes. */
+static json_t *exec_result(struct mcp *m, struct outcome *o, const struct msg *reply)
+{
+    const char *status;
+    outcome_finish(o, reply, &status);
+    json_t *content = json_array();
+    add_outputs(content, o);
+    bool reply_only_error = strcmp(status, "error") == 0 && o->error;
+    for (size_t i = 0; reply_only_error && i < json_array_size(o->outputs); i++) {
+        const char *type =
+            json_string_value(json_object_get(json_array_get(o->outputs, i), "type"));
+        if (type && strcmp(type, "error") == 0)
+            reply_only_error = false;
+    }
+    if (reply_only_error) {
+        char *tb = outcome_traceback_text(o->error);
+        json_array_append_new(content, mcp_text_item(tb ? tb : "error"));
+        free(tb);
+    }
+    if (strcmp(status, "aborted") == 0)
+        json_array_append_new(content, mcp_text_item("The cell was not run (aborted)."));
+    if (!json_array_size(content))
+        json_array_append_new(content, mcp_text_item("(no output)"));
+    if (m->fresh)
+        json_array_insert_new(content, 0,
+                              mcp_text_item("(The Python kernel had stopped, idle or "
+                                            "ended from outside: this ran in a fresh "
+                                            "interpreter, without earlier variables.)"));
+    m->fresh = false;
+    return mcp_tool_result(&content, strcmp(status, "ok") != 0);
+}
+
 /* python_exec. Returns the result, or NULL when none is due (cancelled). */
 static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta)
 {
@@ -384,35 +415,7 @@ static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta
                                                  "was stopped"
                                                : strerror(-rc));
     } else {
-        const char *status;
-        outcome_finish(&o, reply, &status);
-        json_t *content = json_array();
-        add_outputs(content, &o);
-        bool reply_only_error = strcmp(status, "error") == 0 && o.error;
-        for (size_t i = 0; reply_only_error && i < json_array_size(o.outputs); i++) {
-            const char *type =
-                json_string_value(json_object_get(json_array_get(o.outputs, i), "type"));
-            if (type && strcmp(type, "error") == 0)
-                reply_only_error = false;
-        }
-        if (reply_only_error) {
-            char *tb = outcome_traceback_text(o.error);
-            json_array_append_new(content, mcp_text_item(tb ? tb : "error"));
-            free(tb);
-        }
-        if (strcmp(status, "aborted") == 0)
-            json_array_append_new(content,
-                                  mcp_text_item("The cell was not run (aborted)."));
-        if (!json_array_size(content))
-            json_array_append_new(content, mcp_text_item("(no output)"));
-        if (m->fresh)
-            json_array_insert_new(
-                content, 0,
-                mcp_text_item("(The Python kernel had stopped, idle or "
-                              "ended from outside: this ran in a fresh "
-                              "interpreter, without earlier variables.)"));
-        m->fresh = false;
-        result = mcp_tool_result(&content, strcmp(status, "ok") != 0);
+        result = exec_result(m, &o, reply);
     }
     msg_free(reply);
     outcome_release(&o);
@@ -547,30 +550,17 @@ static void handle(struct mcp *m, json_t *msg)
     }
 }
 
-/* Takes --max-chars N (or --max-chars=N) out of argv: the server's own option. */
-static int take_max_chars(int *argc, char **argv, char *err, size_t errlen)
+/* The private connection file and the kernel's log, in the runtime folder. */
+static int set_paths(struct mcp *m, const char *runtime)
 {
-    int w = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (strcmp(a, "--max-chars") == 0)
-            v = i + 1 < *argc ? argv[++i] : "";
-        else if (strncmp(a, "--max-chars=", 12) == 0)
-            v = a + 12;
-        if (!v) {
-            argv[w++] = argv[i];
-            continue;
-        }
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(v, &end, 10);
-        if (!*v || *end || errno || *v == '-' || n > 1000000000ULL)
-            return errbuf_set(-EINVAL, err, errlen,
-                              "--max-chars needs a number of characters (0: no limit)");
-        mcp_set_max_chars((size_t)n);
+    int pid = (int)getpid();
+    if (snprintf(m->conn, sizeof m->conn, "%s/sandpit-mcp-%d.json", runtime, pid) >=
+            (int)sizeof m->conn ||
+        snprintf(m->log, sizeof m->log, "%s/sandpit-mcp-%d.log", runtime, pid) >=
+            (int)sizeof m->log) {
+        m->conn[0] = m->log[0] = 0;
+        return -ENAMETOOLONG;
     }
-    argv[w] = NULL;
-    *argc = w;
     return 0;
 }
 
@@ -602,7 +592,7 @@ int mcp_main(int argc, char **argv, const char *version)
             usage(stdout);
             return 0;
         }
-    if (take_max_chars(&argc, argv, err, sizeof err) ||
+    if (mcp_take_max_chars(&argc, argv, err, sizeof err) ||
         lifecycle_parse_kernel_options(&m.opts, argc, argv, err, sizeof err)) {
         fprintf(stderr, "sandpit mcp: %s\n", err);
         goto out;
@@ -611,10 +601,7 @@ int mcp_main(int argc, char **argv, const char *version)
     int rc;
     status = 1; /* the command line was right: what fails now is a failure */
     if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
-        snprintf(m.conn, sizeof m.conn, "%s/sandpit-mcp-%d.json", runtime,
-                 (int)getpid()) >= (int)sizeof m.conn ||
-        snprintf(m.log, sizeof m.log, "%s/sandpit-mcp-%d.log", runtime, (int)getpid()) >=
-            (int)sizeof m.log) {
+        set_paths(&m, runtime)) {
         fprintf(stderr, "sandpit mcp: cannot work out the Jupyter runtime folder\n");
         goto out;
     }

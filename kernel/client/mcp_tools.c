@@ -9,6 +9,7 @@
  * every item that cannot be made is an error, not a silent gap. */
 #include "kernel/client/mcp_tools.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "kernel/base64.h"
 #include "kernel/client/outcome.h"
+#include "protocol/errbuf.h"
 #include "protocol/utf8.h"
 
 #define MAX_LIST_ENTRIES 1000
@@ -25,6 +27,32 @@ static size_t max_text_chars = MCP_DEFAULT_MAX_CHARS; /* set once, at start */
 void mcp_set_max_chars(size_t max_chars)
 {
     max_text_chars = max_chars;
+}
+
+int mcp_take_max_chars(int *argc, char **argv, char *err, size_t errlen)
+{
+    int w = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(a, "--max-chars") == 0)
+            v = i + 1 < *argc ? argv[++i] : "";
+        else if (strncmp(a, "--max-chars=", 12) == 0)
+            v = a + 12;
+        if (!v) {
+            argv[w++] = argv[i];
+            continue;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (!*v || *end || errno || *v == '-' || n > 1000000000ULL)
+            return errbuf_set(-EINVAL, err, errlen,
+                              "--max-chars needs a number of characters (0: no limit)");
+        mcp_set_max_chars((size_t)n);
+    }
+    argv[w] = NULL;
+    *argc = w;
+    return 0;
 }
 
 json_t *mcp_text_item(const char *text)

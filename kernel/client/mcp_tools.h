@@ -18,6 +18,10 @@
 /* The characters a text item keeps (0: all), from --max-chars. */
 void mcp_set_max_chars(size_t max_chars);
 
+/* Takes --max-chars N (or --max-chars=N), the server's own option, out of
+ * argv and sets the bound. 0, or -EINVAL with a sentence in err. */
+int mcp_take_max_chars(int *argc, char **argv, char *err, size_t errlen);
+
 /* A text item {"type": "text", "text"}, cut to the --max-chars bound (its
  * beginning and end, with a line saying how much was cut). NULL: no memory. */
 json_t *mcp_text_item(const char *text);

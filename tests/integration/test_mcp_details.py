@@ -158,7 +158,10 @@ def test_closing_stdin_ends_a_runaway_cell(jupyter_dir, tmp_path):
         reply = json.loads([line for line in (seen + out).splitlines()
                             if b'"id":1' in line][0])
         assert reply["result"]["isError"]
-        assert "did not stop when interrupted" in "".join(texts(reply))
+        # Ended by the server (the kernel with it), or by the kernel's own
+        # escalation after the interrupt where it has one: ended either way.
+        text = "".join(texts(reply))
+        assert "did not stop when interrupted" in text or "WorkerDied" in text, text
         deadline = time.monotonic() + 30
         while not all(map(gone, kernels)) and time.monotonic() < deadline:
             time.sleep(0.2)
