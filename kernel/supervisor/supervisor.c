@@ -514,7 +514,10 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
         .worker_written = io_worker_written,
     };
     if ((rc = register_events(s)) ||
-        (rc = idle_start(&s->idle, &s->k, opts->connection_file, opts->idle_timeout_s)))
+        /* no activity file in a gateway's private folder: its kernels are the gateway's
+         */
+        (rc = idle_start(&s->idle, &s->k, s->gateway ? NULL : opts->connection_file,
+                         opts->idle_timeout_s)))
         return rc;
     return s->gateway ? open_gateway(s) : 0;
 }
