@@ -6,9 +6,10 @@
  * shutdown_request. Its activity file, beside the connection file with
  * ".activity" for ".json", says {"pid", "workspace", "busy", "since": the
  * Unix time it became busy, or of its last request when idle}; it is
- * written when that changes (at most once a look) and removed at exit, so that `sandpit
- * status --all` can list every kernel of the user without sending any of them a request.
- */
+ * written when that changes (at most once a look) and removed at exit, so
+ * that `sandpit status --all` can list every kernel of the user without
+ * sending any of them a request. A gateway's kernel has none: its folder is
+ * the gateway's. */
 #ifndef SANDPIT_IDLE_H
 #define SANDPIT_IDLE_H
 
