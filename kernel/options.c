@@ -49,6 +49,9 @@ static const struct opt table[] = {
     {"max-image-output", OPT_ULONG, OFF(max_images),
      "BYTES  images a cell may send (default 16 MiB where --max-output is set, else "
      "none); 0: none"},
+    {"idle-timeout", OPT_DOUBLE, OFF(idle_timeout_s),
+     "S      the kernel shuts down after S seconds with no request and no cell "
+     "running; 0: never"},
     {"introspection-timeout", OPT_DOUBLE, OFF(introspection_s),
      "S      time limit of completion and inspection in seconds (default 5); 0: none"},
     {"max-file", OPT_ULONG, OFF(max_file_mib),
@@ -150,7 +153,8 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
         if (end == v || *end || errno || !isfinite(x) || x < 0)
             return errbuf_set(
                 -EINVAL, err, errlen, "--%s needs a number%s, not \"%s\"", d->name,
-                d->offset == OFF(timeout_s) || d->offset == OFF(introspection_s)
+                d->offset == OFF(timeout_s) || d->offset == OFF(introspection_s) ||
+                        d->offset == OFF(idle_timeout_s)
                     ? " of seconds"
                     : "",
                 v);
@@ -245,6 +249,7 @@ int options_apply_profile(struct options *o, const char *name, char *err, size_t
     if (strcmp(name, "agent") == 0) {
         /* Tuned for agents: short cells, short output, bounded memory, no network. */
         o->timeout_s = 30;
+        o->idle_timeout_s = 3600; /* a kernel its agent forgot goes in an hour */
         /* What reaches `sandpit run` and `mcp`, which keep the beginning and
          * the end of each stream within their --max-chars. */
         o->max_output = 1000000;

@@ -34,6 +34,7 @@ struct options {
     enum log_level log_level;
     char *workspace;          /* NULL: the directory the kernel was started in */
     double timeout_s;         /* per-cell wall-clock limit; 0: none */
+    double idle_timeout_s;    /* shut down after this long with no request; 0: never */
     unsigned long memory_mib; /* 0: none */
     unsigned long max_output; /* bytes of text output per cell; 0: none */
     unsigned long

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/utf8.h"
+
 #define LOAD_MAX_LARGE 16
 #define MARK           "\\u0000sandpit-large:" /* in the skeleton's text */
 #define MARK_VALUE     "\0sandpit-large:"      /* what jansson makes of it */
@@ -93,25 +95,6 @@ static int hex4(const char *p)
     return v;
 }
 
-/* Length of the valid UTF-8 sequence at p (2 to 4 bytes; p[0] >= 0x80), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t avail)
-{
-    unsigned char c = p[0];
-    size_t n = c >= 0xC2 && c <= 0xDF   ? 2
-               : c >= 0xE0 && c <= 0xEF ? 3
-               : c >= 0xF0 && c <= 0xF4 ? 4
-                                        : 0;
-    if (!n || n > avail)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F) ||
-        (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))
-        return 0;
-    return n;
-}
-
 static size_t put_utf8(char *o, uint32_t cp)
 {
     if (cp < 0x80) {
@@ -169,14 +152,14 @@ static int decode(const char *s, size_t len, char **out, size_t *out_len,
             break;
         unsigned char c = u[i];
         if (c >= 0x80) {
-            size_t n = utf8_seq(u + i, len - i);
-            if (!n) {
+            int n = utf8_seq(u + i, len - i);
+            if (n <= 0) {
                 *why = "invalid UTF-8 in a string";
                 goto bad;
             }
-            memcpy(w, s + i, n);
+            memcpy(w, s + i, (size_t)n);
             w += n;
-            i += n;
+            i += (size_t)n;
             continue;
         }
         if (c < 0x20) {

@@ -103,16 +103,36 @@ int instance_make_dir(const struct instance *in)
 
 int instance_lock(const struct instance *in)
 {
-    int fd = open(in->lock_file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-    return fd;
+    /* stop removes the lock file while it holds it: a lock taken on a file
+     * that is no longer the one at the path is let go and taken again. */
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(in->lock_file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -errno;
+        while (flock(fd, LOCK_EX) != 0)
+            if (errno != EINTR) {
+                int e = errno;
+                close(fd);
+                return -e;
+            }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && stat(in->lock_file, &named) == 0 &&
+            held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+            return fd;
+        close(fd);
+    }
+    return -EAGAIN;
+}
+
+void instance_remove_lock(const struct instance *in)
+{
+    unlink(in->lock_file);
+}
+
+void instance_remove_all(const struct instance *in)
+{
+    instance_remove(in, true);
+    instance_remove_lock(in);
 }
 
 unsigned long long instance_start_time(pid_t pid)

@@ -54,6 +54,13 @@ int instance_make_dir(const struct instance *in);
  * go, or -errno. */
 int instance_lock(const struct instance *in);
 
+/* Removes the lock file: for stop, while it holds the lock (instance_lock
+ * takes a lock again when its file was removed meanwhile). */
+void instance_remove_lock(const struct instance *in);
+
+/* instance_remove with the log, then instance_remove_lock: what stop does. */
+void instance_remove_all(const struct instance *in);
+
 /* Writes the state file (mode 0600) for a kernel of pid started with argv. */
 int instance_write_state(const struct instance *in, pid_t pid, char *const *argv);
 

@@ -21,6 +21,7 @@
 #include "kernel/client/connfile.h"
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
+#include "kernel/client/status_all.h"
 #include "protocol/errbuf.h"
 
 #define START_TIMEOUT_S 60.0 /* the kernel and its first worker, on a busy machine */
@@ -277,10 +278,11 @@ int lifecycle_stop_main(int argc, char **argv)
     rc = instance_read_state(&in, &st);
     if (rc == -ENOENT) {
         fprintf(stderr, "sandpit stop: no kernel is running for %s\n", in.workspace);
+        instance_remove_lock(&in);
         goto out;
     }
     if (rc || !instance_alive(st.pid, st.start_time)) {
-        instance_remove(&in, true);
+        instance_remove_all(&in);
         printf("sandpit stop: the kernel of %s was not running (its files are "
                "removed)\n",
                in.workspace);
@@ -297,7 +299,7 @@ int lifecycle_stop_main(int argc, char **argv)
                 (int)st.pid);
         goto out;
     }
-    instance_remove(&in, true);
+    instance_remove_all(&in);
     printf("sandpit stop: stopped the kernel of %s (pid %d)\n", in.workspace,
            (int)st.pid);
     status = 0;
@@ -428,6 +430,9 @@ static void add_kernel_info(json_t *s, const json_t *ic)
 
 int lifecycle_status_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--all") == 0)
+            return status_all_main(argc, argv);
     struct target t;
     int rc = parse_target("status", argc, argv, &t, true);
     if (rc)

@@ -30,12 +30,14 @@
 #include <unistd.h>
 
 #include "kernel/base64.h"
+#include "kernel/monotime.h"
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
 #include "kernel/client/instance.h"
 #include "kernel/client/jsonrpc.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/lifecycle.h"
+#include "kernel/client/mcp_tools.h"
 #include "kernel/client/outcome.h"
 #include "kernel/client/workspace.h"
 #include "kernel/options.h"
@@ -43,11 +45,9 @@
 #define MCP_PROTOCOL_VERSION "2025-06-18"
 #define START_TIMEOUT_S      60.0
 #define REPLY_GRACE_S        30.0 /* past a cell's own limit: the kernel's escalation */
-#define MAX_TEXT_CHARS       20000
-#define MAX_FILE_CHARS       100000
-#define MAX_READ_BYTES       (10u << 20)
-#define MAX_LIST_ENTRIES     1000
 #define MAX_PROGRESS_CHARS   2000
+#define EOF_FINISH_S         5.0 /* a cell's time to end once stdin has closed */
+#define EOF_INTERRUPT_S      5.0 /* and after the interrupt that follows */
 
 static const char *const known_versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
@@ -58,7 +58,9 @@ struct mcp {
     struct launched kernel;
     struct client client;
     bool client_open, ready;
+    bool fresh; /* the kernel had stopped: a new one, to say so in the next result */
     char conn[PATH_MAX];
+    char log[PATH_MAX]; /* the kernel's stderr */
     const char *version;
     json_t *queue; /* messages that arrived while a cell ran */
     /* The python_exec that is running, while it runs. */
@@ -78,7 +80,8 @@ static json_t *tool_list(void)
         "{s:[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s]}},"
         "{s:s, s:s, s:s, s:{s:s, s:{}}},"
         "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}}, s:{s:b}},"
-        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}, s:{s:b}}]}",
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:i, s:i, "
+        "s:s}}, s:[s]}, s:{s:b}}]}",
         "tools",
         /* python_exec */
         "name", "python_exec", "title", "Run Python", "description",
@@ -107,37 +110,28 @@ static json_t *tool_list(void)
         "annotations", "readOnlyHint", 1,
         /* workspace_read */
         "name", "workspace_read", "title", "Read a workspace file", "description",
-        "Reads a file of the workspace: text as text, PNG, JPEG and GIF images as "
-        "images.",
+        "Reads a file of the workspace: UTF-8 text as text (a range of its bytes: by "
+        "default the first 100000), PNG, JPEG and GIF images as images.",
         "inputSchema", "type", "object", "properties", "path", "type", "string",
-        "description", "the file's path relative to the workspace", "required", "path",
+        "description", "the file's path relative to the workspace", "offset", "type",
+        "integer", "minimum", 0, "description",
+        "the first byte of text to read (default 0)", "length", "type", "integer",
+        "minimum", 1, "maximum", MCP_READ_MAX, "description",
+        "how many bytes of text to read (default 100000)", "required", "path",
         "annotations", "readOnlyHint", 1);
 }
 
-static json_t *text_item(const char *text)
+/* Appends the end of the kernel's log to err, the reason a start failed, and
+ * copies it to stderr, where the kernel's messages would otherwise go. */
+static void add_log_tail(struct mcp *m, char *err, size_t errlen)
 {
-    char *cut = outcome_cut(text, MAX_TEXT_CHARS);
-    json_t *item = json_pack("{s:s, s:s}", "type", "text", "text", cut ? cut : "");
-    free(cut);
-    return item;
-}
-
-/* A tool's result: content, and isError. Takes over *content. */
-static json_t *tool_result(json_t **content, bool is_error)
-{
-    json_t *r = json_pack("{s:o, s:b}", "content", *content ? *content : json_array(),
-                          "isError", is_error);
-    *content = NULL;
-    return r;
-}
-
-/* A failed tool call: "what: detail" (detail may be NULL). */
-static json_t *tool_error(const char *what, const char *detail)
-{
-    char text[2048];
-    snprintf(text, sizeof text, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
-    json_t *content = json_pack("[o]", text_item(text));
-    return tool_result(&content, true);
+    char *tail = launch_log_tail(m->kernel.log_path, 1500);
+    size_t n = strlen(err);
+    if (tail && *tail) {
+        fprintf(stderr, "sandpit mcp: the kernel's log (%s) ends:\n%s", m->log, tail);
+        snprintf(err + n, errlen - n, "; the end of its log:\n%s", tail);
+    }
+    free(tail);
 }
 
 static int ensure_kernel(struct mcp *m, char *err, size_t errlen)
@@ -156,13 +150,16 @@ static int ensure_kernel(struct mcp *m, char *err, size_t errlen)
             for (size_t i = 0; argv && i < n; i++)
                 argv[i] = strdup(m->kernel.argv[i]);
         }
-        if ((rc = launch_start(&m->kernel, &argv, true, NULL, err, errlen)))
+        if ((rc = launch_start(&m->kernel, &argv, true, m->log, err, errlen)))
             return rc;
         m->ready = false;
+        m->fresh = true;
     }
     if ((rc = launch_wait_ready(&m->kernel, &m->client, START_TIMEOUT_S, NULL, err,
-                                errlen)))
+                                errlen))) {
+        add_log_tail(m, err, errlen);
         return rc;
+    }
     m->ready = true;
     return 0;
 }
@@ -235,7 +232,51 @@ static int on_fd(void *arg, int fd)
             json_array_append_new(m->queue, msg);
         }
     }
-    return 0;
+    return m->rpc.eof ? -EPIPE : 0;
+}
+
+/* The rest of a cell's run once stdin has closed: the client may still read
+ * the answer, but nothing can cancel the cell any more, so it gets its time
+ * limit (or EOF_FINISH_S without one) to end, then an interrupt and
+ * EOF_INTERRUPT_S more; a cell still running then is ended with its kernel
+ * (-EPIPE). */
+static int wait_after_eof(struct mcp *m, const char *msg_id, struct client_wait *w,
+                          struct msg **reply)
+{
+    w->fds = &m->watch[1];
+    w->nfds = 1;
+    if (w->timeout_s <= 0) /* a time limit, if set, bounds the cell already */
+        w->timeout_s =
+            m->opts.timeout_s > 0 ? m->opts.timeout_s + REPLY_GRACE_S : EOF_FINISH_S;
+    int rc = client_wait(&m->client, CONNECTION_SHELL, msg_id, w, reply);
+    if (rc == -ETIMEDOUT) {
+        interrupt_kernel(m);
+        w->timeout_s = EOF_INTERRUPT_S;
+        rc = client_wait(&m->client, CONNECTION_SHELL, msg_id, w, reply);
+    }
+    if (rc == -ETIMEDOUT) {
+        fprintf(stderr, "sandpit mcp: standard input closed and the running cell did not "
+                        "stop when interrupted: ending it with its kernel\n");
+        launch_stop(&m->kernel, &m->client, 2);
+        m->ready = false;
+        rc = -EPIPE;
+    }
+    return rc;
+}
+
+/* A stream's text, labelled with its name on a line of its own: "[stdout]". */
+static json_t *stream_item(const json_t *out, const char *text)
+{
+    const char *name = json_string_value(json_object_get(out, "name"));
+    size_t n = strlen(text);
+    char *labelled = malloc(n + 16);
+    if (!labelled)
+        return NULL;
+    snprintf(labelled, n + 16, "[%s]\n%s",
+             name && strcmp(name, "stderr") == 0 ? "stderr" : "stdout", text);
+    json_t *item = mcp_text_item(labelled);
+    free(labelled);
+    return item;
 }
 
 static void add_outputs(json_t *content, const struct outcome *o)
@@ -252,7 +293,7 @@ static void add_outputs(json_t *content, const struct outcome *o)
         if (strcmp(type, "error") == 0) {
             char *tb = outcome_traceback_text(out);
             if (tb)
-                json_array_append_new(content, text_item(tb));
+                json_array_append_new(content, mcp_text_item(tb));
             free(tb);
             continue;
         }
@@ -282,9 +323,43 @@ static void add_outputs(json_t *content, const struct outcome *o)
                                                 "data", b64, "mimeType", mime));
             free(b64);
         }
-        if (text && (strcmp(type, "stream") == 0 || !json_array_size(images)))
-            json_array_append_new(content, text_item(text));
+        if (text && strcmp(type, "stream") == 0)
+            json_array_append_new(content, stream_item(out, text));
+        else if (text && !json_array_size(images))
+            json_array_append_new(content, mcp_text_item(text));
     }
+}
+
+/* The result of a cell that ran: its outputs, its error, and notes. */
+static json_t *exec_result(struct mcp *m, struct outcome *o, const struct msg *reply)
+{
+    const char *status;
+    outcome_finish(o, reply, &status);
+    json_t *content = json_array();
+    add_outputs(content, o);
+    bool reply_only_error = strcmp(status, "error") == 0 && o->error;
+    for (size_t i = 0; reply_only_error && i < json_array_size(o->outputs); i++) {
+        const char *type =
+            json_string_value(json_object_get(json_array_get(o->outputs, i), "type"));
+        if (type && strcmp(type, "error") == 0)
+            reply_only_error = false;
+    }
+    if (reply_only_error) {
+        char *tb = outcome_traceback_text(o->error);
+        json_array_append_new(content, mcp_text_item(tb ? tb : "error"));
+        free(tb);
+    }
+    if (strcmp(status, "aborted") == 0)
+        json_array_append_new(content, mcp_text_item("The cell was not run (aborted)."));
+    if (!json_array_size(content))
+        json_array_append_new(content, mcp_text_item("(no output)"));
+    if (m->fresh)
+        json_array_insert_new(content, 0,
+                              mcp_text_item("(The Python kernel had stopped, idle or "
+                                            "ended from outside: this ran in a fresh "
+                                            "interpreter, without earlier variables.)"));
+    m->fresh = false;
+    return mcp_tool_result(&content, strcmp(status, "ok") != 0);
 }
 
 /* python_exec. Returns the result, or NULL when none is due (cancelled). */
@@ -295,11 +370,11 @@ static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta
     double timeout = json_is_number(t) ? json_number_value(t) : 0;
     char err[1024];
     if (ensure_kernel(m, err, sizeof err))
-        return tool_error("The Python kernel could not start", err);
+        return mcp_tool_error("The Python kernel could not start", err);
     struct outcome o;
     if (outcome_init(&o)) {
         outcome_release(&o);
-        return tool_error("out of memory", NULL);
+        return mcp_tool_error("out of memory", NULL);
     }
     json_t *metadata =
         timeout > 0 ? json_pack("{s:{s:f}}", "sandpit", "timeout", timeout) : NULL;
@@ -319,8 +394,10 @@ static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta
     m->cancelled = m->interrupted = false;
     m->outcome = &o;
     int rc = client_execute(&m->client, code, false, &metadata, msg_id);
-    if (!rc)
+    if (!rc && !m->rpc.eof)
         rc = client_wait(&m->client, CONNECTION_SHELL, msg_id, &w, &reply);
+    if ((!rc && m->rpc.eof && !reply) || rc == -EPIPE)
+        rc = wait_after_eof(m, msg_id, &w, &reply);
     m->running_id = m->progress_token = NULL;
     m->outcome = NULL;
     json_t *result = NULL;
@@ -329,33 +406,16 @@ static json_t *python_exec(struct mcp *m, json_t *id, json_t *args, json_t *meta
     } else if (rc) {
         if (rc == -ECHILD)
             m->ready = false;
-        result = tool_error("The cell's outcome was lost",
-                            rc == -ECHILD      ? "the Python kernel exited"
-                            : rc == -EHOSTDOWN ? "the Python kernel stopped answering"
-                            : rc == -ETIMEDOUT ? "no answer in time"
+        result = mcp_tool_error("The cell's outcome was lost",
+                                rc == -ECHILD      ? "the Python kernel exited"
+                                : rc == -EHOSTDOWN ? "the Python kernel stopped answering"
+                                : rc == -ETIMEDOUT ? "no answer in time"
+                                : rc == -EPIPE ? "standard input closed and the cell did "
+                                                 "not stop when interrupted: the kernel "
+                                                 "was stopped"
                                                : strerror(-rc));
     } else {
-        const char *status;
-        outcome_finish(&o, reply, &status);
-        json_t *content = json_array();
-        add_outputs(content, &o);
-        bool reply_only_error = strcmp(status, "error") == 0 && o.error;
-        for (size_t i = 0; reply_only_error && i < json_array_size(o.outputs); i++) {
-            const char *type =
-                json_string_value(json_object_get(json_array_get(o.outputs, i), "type"));
-            if (type && strcmp(type, "error") == 0)
-                reply_only_error = false;
-        }
-        if (reply_only_error) {
-            char *tb = outcome_traceback_text(o.error);
-            json_array_append_new(content, text_item(tb ? tb : "error"));
-            free(tb);
-        }
-        if (strcmp(status, "aborted") == 0)
-            json_array_append_new(content, text_item("The cell was not run (aborted)."));
-        if (!json_array_size(content))
-            json_array_append_new(content, text_item("(no output)"));
-        result = tool_result(&content, strcmp(status, "ok") != 0);
+        result = exec_result(m, &o, reply);
     }
     msg_free(reply);
     outcome_release(&o);
@@ -366,131 +426,18 @@ static json_t *python_reset(struct mcp *m)
 {
     char err[1024];
     if (ensure_kernel(m, err, sizeof err))
-        return tool_error("The Python kernel could not start", err);
+        return mcp_tool_error("The Python kernel could not start", err);
+    m->fresh = false; /* the reply says so itself */
     if (launch_restart(&m->kernel, &m->client, START_TIMEOUT_S, err, sizeof err) < 0) {
         m->ready = false;
-        return tool_error("The restart failed", err);
+        return mcp_tool_error("The restart failed", err);
     }
     json_t *content = json_pack(
-        "[o]", text_item("A fresh interpreter is running: the variables, imports and "
-                         "functions of earlier calls are gone. Files in the workspace "
-                         "stay."));
-    return tool_result(&content, false);
-}
-
-static json_t *list_files(struct mcp *m, json_t *args)
-{
-    const char *path = json_string_value(json_object_get(args, "path"));
-    char err[1024];
-    int truncated = 0;
-    json_t *entries = workspace_list(&m->ws, path ? path : "", MAX_LIST_ENTRIES,
-                                     &truncated, err, sizeof err);
-    if (!entries)
-        return tool_error(err, NULL);
-    size_t cap = 4096, len = 0;
-    char *text = malloc(cap);
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e)
-    {
-        char line[PATH_MAX + 64];
-        const char *type = json_string_value(json_object_get(e, "type"));
-        const char *p = json_string_value(json_object_get(e, "path"));
-        long long size = (long long)json_integer_value(json_object_get(e, "size"));
-        int n = strcmp(type, "folder") == 0 ? snprintf(line, sizeof line, "%s/\n", p)
-                : strcmp(type, "file") == 0
-                    ? snprintf(line, sizeof line, "%s  (%lld bytes)\n", p, size)
-                    : snprintf(line, sizeof line, "%s  (%s)\n", p, type);
-        if (text && len + (size_t)n + 1 > cap) {
-            char *nt = realloc(text, cap = (cap + (size_t)n) * 2);
-            if (!nt) {
-                free(text);
-                text = NULL;
-            }
-            text = nt;
-        }
-        if (text) {
-            memcpy(text + len, line, (size_t)n);
-            len += (size_t)n;
-        }
-    }
-    json_decref(entries);
-    if (!text)
-        return tool_error("out of memory", NULL);
-    text[len] = 0;
-    json_t *content = json_array();
-    json_array_append_new(content, text_item(len ? text : "(no files)\n"));
-    if (truncated) {
-        char note[128];
-        snprintf(note, sizeof note, "(the first %d entries; list a folder for more)",
-                 MAX_LIST_ENTRIES);
-        json_array_append_new(content, text_item(note));
-    }
-    free(text);
-    return tool_result(&content, false);
-}
-
-static const char *image_type(const unsigned char *d, size_t n)
-{
-    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
-        return "image/png";
-    if (n >= 3 && memcmp(d, "\xff\xd8\xff", 3) == 0)
-        return "image/jpeg";
-    if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0))
-        return "image/gif";
-    return NULL;
-}
-
-static bool valid_utf8(const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        size_t len = c < 0x80         ? 1
-                     : (c >> 5) == 6  ? 2
-                     : (c >> 4) == 14 ? 3
-                     : (c >> 3) == 30 ? 4
-                                      : 0;
-        if (!len || (c == 0) || i + len > n)
-            return false;
-        for (size_t k = 1; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-        i += len;
-    }
-    return true;
-}
-
-static json_t *read_file(struct mcp *m, json_t *args)
-{
-    const char *path = json_string_value(json_object_get(args, "path"));
-    char err[1024], *data = NULL;
-    size_t len = 0;
-    if (workspace_read(&m->ws, path, MAX_READ_BYTES, &data, &len, err, sizeof err))
-        return tool_error(err, NULL);
-    json_t *content = json_array(), *result;
-    const char *mime = image_type((const unsigned char *)data, len);
-    if (mime) {
-        char *b64 = base64_encode((const unsigned char *)data, len);
-        json_array_append_new(content,
-                              json_pack("{s:s, s:s, s:s}", "type", "image", "data",
-                                        b64 ? b64 : "", "mimeType", mime));
-        free(b64);
-        result = tool_result(&content, false);
-    } else if (valid_utf8((const unsigned char *)data, len)) {
-        char *cut = outcome_cut(data, MAX_FILE_CHARS);
-        json_array_append_new(
-            content, json_pack("{s:s, s:s}", "type", "text", "text", cut ? cut : ""));
-        free(cut);
-        result = tool_result(&content, false);
-    } else {
-        json_decref(content);
-        char detail[PATH_MAX + 64];
-        snprintf(detail, sizeof detail, "\"%s\" is a binary file of %zu bytes", path,
-                 len);
-        result = tool_error(detail, "only text and images can be read");
-    }
-    free(data);
-    return result;
+        "[o]",
+        mcp_text_item("A fresh interpreter is running: the variables, imports and "
+                      "functions of earlier calls are gone. Files in the workspace "
+                      "stay."));
+    return mcp_tool_result(&content, false);
 }
 
 /* --- the protocol ------------------------------------------------------------------ */
@@ -526,14 +473,19 @@ static void handle_call(struct mcp *m, json_t *id, json_t *params)
     } else if (strcmp(name, "python_reset") == 0) {
         result = python_reset(m);
     } else if (strcmp(name, "workspace_list") == 0) {
-        result = list_files(m, args);
+        result = mcp_list_files(&m->ws, args);
     } else if (strcmp(name, "workspace_read") == 0) {
         if (!json_is_string(json_object_get(args, "path"))) {
             jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS,
                           "workspace_read needs \"path\", a string");
             return;
         }
-        result = read_file(m, args);
+        const char *bad = mcp_read_args_error(args);
+        if (bad) {
+            jsonrpc_error(&m->rpc, id, JSONRPC_INVALID_PARAMS, bad);
+            return;
+        }
+        result = mcp_read_file(&m->ws, args);
     } else {
         char text[256];
         snprintf(text, sizeof text, "unknown tool \"%.100s\"", name);
@@ -598,15 +550,31 @@ static void handle(struct mcp *m, json_t *msg)
     }
 }
 
+/* The private connection file and the kernel's log, in the runtime folder. */
+static int set_paths(struct mcp *m, const char *runtime)
+{
+    int pid = (int)getpid();
+    if (snprintf(m->conn, sizeof m->conn, "%s/sandpit-mcp-%d.json", runtime, pid) >=
+            (int)sizeof m->conn ||
+        snprintf(m->log, sizeof m->log, "%s/sandpit-mcp-%d.log", runtime, pid) >=
+            (int)sizeof m->log) {
+        m->conn[0] = m->log[0] = 0;
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sandpit mcp [--workspace DIR] [--profile default|agent] [kernel "
-            "options]\n\n"
+            "usage: sandpit mcp [--workspace DIR] [--profile default|agent] "
+            "[--max-chars N] [kernel options]\n\n"
             "A Model Context Protocol server on standard input and output, for coding\n"
             "assistants: tools python_exec, python_reset, workspace_list and\n"
             "workspace_read, on a sandboxed kernel of its own whose workspace is DIR\n"
-            "(default: the current folder).\n\nkernel options:\n");
+            "(default: the current folder). Each text it returns keeps at most\n"
+            "--max-chars characters, its beginning and its end (default 20000; 0: no\n"
+            "limit).\n\nkernel options:\n");
     options_usage(f);
 }
 
@@ -624,7 +592,8 @@ int mcp_main(int argc, char **argv, const char *version)
             usage(stdout);
             return 0;
         }
-    if (lifecycle_parse_kernel_options(&m.opts, argc, argv, err, sizeof err)) {
+    if (mcp_take_max_chars(&argc, argv, err, sizeof err) ||
+        lifecycle_parse_kernel_options(&m.opts, argc, argv, err, sizeof err)) {
         fprintf(stderr, "sandpit mcp: %s\n", err);
         goto out;
     }
@@ -632,8 +601,7 @@ int mcp_main(int argc, char **argv, const char *version)
     int rc;
     status = 1; /* the command line was right: what fails now is a failure */
     if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
-        snprintf(m.conn, sizeof m.conn, "%s/sandpit-mcp-%d.json", runtime,
-                 (int)getpid()) >= (int)sizeof m.conn) {
+        set_paths(&m, runtime)) {
         fprintf(stderr, "sandpit mcp: cannot work out the Jupyter runtime folder\n");
         goto out;
     }
@@ -650,7 +618,7 @@ int mcp_main(int argc, char **argv, const char *version)
     if (jsonrpc_init(&m.rpc, 0, 1) || !(m.queue = json_array()) ||
         connfile_write_ipc(m.conn, err, sizeof err) < 0 ||
         !(kargv = lifecycle_kernel_argv(&m.opts, m.conn, m.ws.root)) ||
-        launch_start(&m.kernel, &kargv, true, NULL, err, sizeof err) ||
+        launch_start(&m.kernel, &kargv, true, m.log, err, sizeof err) ||
         client_open(&m.client, m.conn, err, sizeof err)) {
         fprintf(stderr, "sandpit mcp: cannot start the kernel: %s\n", err);
         status = 1;
@@ -696,6 +664,8 @@ out:
         client_close(&m.client);
     if (m.conn[0])
         connfile_remove(m.conn);
+    if (m.log[0])
+        unlink(m.log);
     json_decref(m.queue);
     jsonrpc_release(&m.rpc);
     launch_release(&m.kernel);

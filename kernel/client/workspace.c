@@ -196,11 +196,12 @@ json_t *workspace_list(const struct workspace *w, const char *rel, size_t max_en
     return out;
 }
 
-int workspace_read(const struct workspace *w, const char *rel, size_t max_bytes,
-                   char **data, size_t *len, char *err, size_t errlen)
+int workspace_read_range(const struct workspace *w, const char *rel, size_t offset,
+                         size_t max_bytes, char **data, size_t *len, size_t *size,
+                         char *err, size_t errlen)
 {
     *data = NULL;
-    *len = 0;
+    *len = *size = 0;
     if (!rel || !*rel)
         return errbuf_set(-EINVAL, err, errlen, "give the path of a file to read");
     int fd = workspace_open(w, rel, 0, err, errlen);
@@ -218,20 +219,18 @@ int workspace_read(const struct workspace *w, const char *rel, size_t max_bytes,
                         "\"%s\" is not a file", rel);
         goto out;
     }
-    if ((size_t)st.st_size > max_bytes) {
-        rc = errbuf_set(-EFBIG, err, errlen,
-                        "\"%s\" has %lld bytes, more than the %zu that can be read", rel,
-                        (long long)st.st_size, max_bytes);
-        goto out;
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
+    *size = (size_t)st.st_size;
+    size_t want = offset < *size ? *size - offset : 0;
+    if (want > max_bytes)
+        want = max_bytes;
+    char *buf = malloc(want + 1);
     size_t got = 0;
     if (!buf) {
         rc = -ENOMEM;
         goto out;
     }
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+    while (got < want) { /* the file may shrink meanwhile: what is there */
+        ssize_t r = pread(fd, buf + got, want - got, (off_t)(offset + got));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -243,5 +242,21 @@ int workspace_read(const struct workspace *w, const char *rel, size_t max_bytes,
     *len = got;
 out:
     close(fd);
+    return rc;
+}
+
+int workspace_read(const struct workspace *w, const char *rel, size_t max_bytes,
+                   char **data, size_t *len, char *err, size_t errlen)
+{
+    size_t size;
+    int rc = workspace_read_range(w, rel, 0, max_bytes, data, len, &size, err, errlen);
+    if (!rc && size > max_bytes) {
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        rc = errbuf_set(-EFBIG, err, errlen,
+                        "\"%s\" has %zu bytes, more than the %zu that can be read", rel,
+                        size, max_bytes);
+    }
     return rc;
 }

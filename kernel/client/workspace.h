@@ -32,6 +32,13 @@ int workspace_open(const struct workspace *w, const char *rel, int directory, ch
 json_t *workspace_list(const struct workspace *w, const char *rel, size_t max_entries,
                        int *truncated, char *err, size_t errlen);
 
+/* Reads up to max_bytes of rel from byte offset (none past its end), and
+ * sets *size to the file's size. *data is new (caller frees), with a NUL
+ * after its *len bytes. 0, or as workspace_open. */
+int workspace_read_range(const struct workspace *w, const char *rel, size_t offset,
+                         size_t max_bytes, char **data, size_t *len, size_t *size,
+                         char *err, size_t errlen);
+
 /* Reads rel whole, up to max_bytes. *data is new (caller frees), with a NUL
  * after its *len bytes. 0, -EFBIG (larger than max_bytes), or as
  * workspace_open. */

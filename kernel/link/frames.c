@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "protocol/utf8.h"
+
 #define VERSION_MAX 31
 #define LAYERS_MAX  16
 
@@ -421,53 +423,11 @@ int link_iopub_parse(const json_t *obj, struct link_iopub *out, char *err, size_
     return c.rc;
 }
 
-/* Whether s[0, len) is UTF-8 as JSON text may hold it: no overlong forms, no
- * surrogates, nothing past U+10FFFF, and (as the JSON the supervisor reads)
- * no NUL. ASCII, the common case, eight bytes at a time. */
+/* Whether s[0, len) is UTF-8 as JSON text may hold it (protocol/utf8.h) and,
+ * as the JSON the supervisor reads, holds no NUL. */
 static bool text_ok(const unsigned char *s, size_t len)
 {
-    size_t i = 0;
-    while (i < len) {
-        if (i + 8 <= len) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            /* no byte with its top bit set, and none zero */
-            if (!(w & 0x8080808080808080ull) &&
-                !((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned char c = s[i];
-        if (c == 0)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 2, cp = c & 0x1F;
-        else if (c >= 0xE0 && c <= 0xEF)
-            n = 3, cp = c & 0x0F;
-        else if (c >= 0xF0 && c <= 0xF4)
-            n = 4, cp = c & 0x07;
-        else
-            return false;
-        if (i + n > len)
-            return false;
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return false;
-        i += n;
-    }
-    return true;
+    return !memchr(s, 0, len) && utf8_valid((const char *)s, len);
 }
 
 int link_iopub_take_raw(struct link_iopub *f, const struct wire_frame *buffers,

@@ -49,6 +49,7 @@
 #include "kernel/supervisor/channels.h"
 #include "kernel/supervisor/child.h"
 #include "kernel/supervisor/commport.h"
+#include "kernel/supervisor/idle.h"
 #include "kernel/supervisor/dispatch.h"
 #include "kernel/supervisor/font_cache.h"
 #include "kernel/supervisor/kernel.h"
@@ -85,6 +86,7 @@ struct supervisor {
     pid_t parent_pid;          /* the process that started the kernel */
     struct gateway *gateway;   /* borrowed; NULL unless started by Enterprise Gateway */
     struct commport *commport; /* the gateway's communication port */
+    struct idle idle;          /* --idle-timeout, and the activity file */
 };
 
 /* --- the kernel's view of the world (kernel_io) ------------------------------- */
@@ -187,10 +189,12 @@ static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
     struct supervisor *s = data;
     if (own_message(s, *m, ch))
         return !loop_stopped(s->loop);
-    if (ch == CONNECTION_STDIN)
+    if (ch == CONNECTION_STDIN) {
         route_stdin(&s->k, m);
-    else
+    } else {
+        idle_touch(&s->idle);
         dispatch_msg(&s->k, m, ch);
+    }
     return !loop_stopped(s->loop);
 }
 
@@ -516,7 +520,11 @@ static int supervisor_init(struct supervisor *s, struct options *opts, struct ga
         .worker_written = io_worker_written,
         .client_present = io_client_present,
     };
-    if ((rc = register_events(s)))
+    if ((rc = register_events(s)) ||
+        /* no activity file in a gateway's private folder: its kernels are the gateway's
+         */
+        (rc = idle_start(&s->idle, &s->k, s->gateway ? NULL : opts->connection_file,
+                         opts->idle_timeout_s)))
         return rc;
     return s->gateway ? open_gateway(s) : 0;
 }
@@ -535,6 +543,7 @@ static void supervisor_release(struct supervisor *s)
         child_free(s->child);
     }
     commport_free(s->commport);
+    idle_release(&s->idle);
     kernel_release(&s->k);
     channels_close(&s->channels);
     loop_free(s->loop);

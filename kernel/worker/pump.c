@@ -38,6 +38,7 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/worker/uplink.h"
+#include "protocol/utf8.h"
 
 #define FLUSH_MS  20
 #define SEND_AT   (256u << 10) /* send at once when this much is waiting */
@@ -78,57 +79,6 @@ static unsigned long default_cap; /* for output of a request with no account yet
 static double now_ms(void)
 {
     return monotime_now() * 1000;
-}
-
-/* Length of a valid UTF-8 sequence starting at p (1..4), 0 if invalid, or -1
- * if it is a valid start cut off by the end of the buffer. */
-static int utf8_seq(const unsigned char *p, size_t avail)
-{
-    unsigned char c = p[0];
-    int n;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4;
-    else
-        return 0;
-    for (int i = 1; i < n; i++) {
-        if ((size_t)i >= avail)
-            return -1;
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    }
-    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F) ||
-        (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))
-        return 0; /* overlong, surrogate or beyond U+10FFFF */
-    return n;
-}
-
-/* How many bytes from the start of s are whole, valid UTF-8: ASCII eight bytes
- * at a time, the rest sequence by sequence. */
-static size_t utf8_valid_prefix(const char *src, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)src;
-    size_t i = 0;
-    while (i < len) {
-        uint64_t w;
-        if (i + 8 <= len) {
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        int n = utf8_seq(s + i, len - i);
-        if (n <= 0)
-            break;
-        i += (size_t)n;
-    }
-    return i;
 }
 
 /* Copies the sendable part of src into a new valid UTF-8 string (*out, caller

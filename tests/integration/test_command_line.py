@@ -127,7 +127,7 @@ def test_list_and_uninstall(tmp_path):
     assert "  options:        none (the defaults)\n" in text
     assert ("sp-agent: Agent's kernel\n  folder:         %s\n  binary:         %s\n"
             "  interrupt mode: message\n  options:        --timeout 30 --memory 2048 "
-            "--max-output 1000000 --read %s\n" % (kernels / "sp-agent",
+            "--max-output 1000000 --idle-timeout 3600 --read %s\n" % (kernels / "sp-agent",
                                                 os.path.realpath(SANDPIT), tmp_path)) in text
     assert ("sp-plain: Python 3 (sandpit) (hidden by the one of the same name above: "
             "Jupyter uses that one)\n  folder:         %s\n" % (user / "kernels" / "sp-plain")

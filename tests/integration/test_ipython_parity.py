@@ -91,6 +91,25 @@ def test_pdb_set_trace_ends_at_the_end_of_input(k):
     assert k.value("bp_seen") == "42"
 
 
+def test_pdb_set_trace_shows_no_frame_of_the_runtime(k):
+    """`where` lists the cell's frames only, `up` stops at the cell, and a
+    `step` off the end of the cell ends the debugging, as at the end of a
+    script: sandpit's own frames are never shown or stepped into."""
+    code = "import pdb\ndef g():\n    pdb.set_trace()\n    return 5\nwhere_seen = g()"
+    content, outputs, prompts = with_input(
+        k, code, ["where", "up", "up", "up", "step", "step", "step", "step", "step"])
+    out = stdout_of(outputs)
+    assert content["status"] == "ok", (content, out, prompts)
+    assert "<sandpit>" not in out and "sandpit/" not in out, out
+    assert "Oldest frame" in out, out
+    assert "-> where_seen = g()" in out
+    assert prompts.count("(Pdb) ") <= 8, prompts
+    assert k.value("where_seen") == "5"
+    # breakpoint() goes the same way
+    content, outputs, _ = with_input(k, "breakpoint()\nbp2 = 1", ["where", "c"])
+    assert content["status"] == "ok" and "<sandpit>" not in stdout_of(outputs)
+
+
 def test_debug_is_a_post_mortem_over_stdin(k):
     content, _, _ = with_input(k, "f(0)")
     assert content["ename"] == "ZeroDivisionError"

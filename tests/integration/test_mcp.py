@@ -50,7 +50,7 @@ def test_tools_are_listed_with_schemas(sdk_run):
 def test_python_exec_returns_output_result_and_errors(sdk_run):
     out, _ = sdk_run
     assert out["print"]["isError"] is False
-    assert text_of(out["print"]) == "x is 42\n42"
+    assert text_of(out["print"]) == "[stdout]\nx is 42\n42"
     assert out["error"]["isError"] is True
     err = text_of(out["error"])
     assert "ZeroDivisionError: division by zero" in err and "\x1b[" not in err
@@ -77,7 +77,7 @@ def test_cancellation_interrupts_the_running_cell(sdk_run):
     assert out["cancel"].startswith("rejected"), out["cancel"]
     # The cell got KeyboardInterrupt (not left to finish its 20 s), and the
     # interpreter kept its state.
-    assert text_of(out["after_cancel"]) == "interrupted 42\n"
+    assert text_of(out["after_cancel"]) == "[stdout]\ninterrupted 42\n"
 
 
 def test_workspace_tools_stay_in_the_workspace(sdk_run):
@@ -91,7 +91,8 @@ def test_workspace_tools_stay_in_the_workspace(sdk_run):
 def test_reset_gives_a_fresh_seeded_interpreter(sdk_run):
     out, _ = sdk_run
     assert out["reset"]["isError"] is False
-    flag, number = text_of(out["after_reset"]).split()
+    label, flag, number = text_of(out["after_reset"]).split()
+    assert label == "[stdout]"
     assert flag == "False"
     import random
     assert float(number) == random.Random(3).random(), "--seed 3 seeds the new worker"
@@ -131,4 +132,4 @@ def test_protocol_edges_by_hand(jupyter_dir, tmp_path):
     assert by_id[2]["error"]["code"] == -32601
     assert by_id[3]["error"]["code"] == -32602
     assert by_id[4]["result"]["isError"] and "absolute" in text_of(by_id[4]["result"])
-    assert text_of(by_id["five"]["result"]) == "last\n"
+    assert text_of(by_id["five"]["result"]) == "[stdout]\nlast\n"

@@ -73,13 +73,13 @@ def test_workspace_read_of_a_fifo_is_refused_and_the_server_goes_on(jupyter_dir,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     by_id = {r.get("id"): r for r in map(json.loads, proc.stdout.splitlines())}
-    assert text_of(by_id[2]["result"]) == "made\n"
+    assert text_of(by_id[2]["result"]) == "[stdout]\nmade\n"
     fifo = by_id[3]["result"]
     assert fifo["isError"] and "not a regular file" in text_of(fifo), fifo
     assert text_of(by_id[4]["result"]) == "some notes\n"
     assert "results.csv  (other)" in text_of(by_id[5]["result"]), by_id[5]
     assert by_id[6]["result"]["isError"] and "symbolic link" in text_of(by_id[6]["result"])
-    assert text_of(by_id[7]["result"]) == "after\n"
+    assert text_of(by_id[7]["result"]) == "[stdout]\nafter\n"
 
 
 def test_a_fifo_pth_in_a_venv_in_the_workspace_does_not_hang_the_next_worker(

@@ -3,6 +3,7 @@
  * hmac module (tests/unit/fixtures/sign/); malformed input of every kind must
  * give an error return, never a crash. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "protocol/load.h"
 #include "protocol/msg.h"
 #include "protocol/sign.h"
+#include "protocol/utf8.h"
 #include "protocol/wire.h"
 #include "testing.h"
 
@@ -749,6 +751,113 @@ static void test_load_takes_and_refuses_what_jansson_does(void)
     CHECK_INT(differ, 0);
 }
 
+/* --- utf8 ------------------------------------------------------------------------ */
+
+struct utf8_case {
+    const char *bytes;
+    size_t len;
+    bool valid;
+    const char *what;
+};
+
+#define U8(s, v, what)                                                                   \
+    {                                                                                    \
+        s, sizeof s - 1, v, what                                                         \
+    }
+
+/* Markus Kuhn's UTF-8 decoder stress test, section by section: the boundary
+ * characters, the malformed sequences, the overlong forms and the
+ * surrogates. */
+static const struct utf8_case utf8_cases[] = {
+    U8("", true, "empty"),
+    U8("\x00", true, "U+0000 is a character"),
+    U8("\x7f", true, "U+007F"),
+    U8("\xc2\x80", true, "U+0080, the first 2-byte"),
+    U8("\xdf\xbf", true, "U+07FF"),
+    U8("\xe0\xa0\x80", true, "U+0800, the first 3-byte"),
+    U8("\xed\x9f\xbf", true, "U+D7FF"),
+    U8("\xee\x80\x80", true, "U+E000"),
+    U8("\xef\xbf\xbd", true, "U+FFFD"),
+    U8("\xef\xbf\xbf", true, "U+FFFF (a noncharacter, but well-formed)"),
+    U8("\xf0\x90\x80\x80", true, "U+10000, the first 4-byte"),
+    U8("\xf4\x8f\xbf\xbf", true, "U+10FFFF, the last"),
+    U8("\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5", true, "Kuhn's kosme"),
+    U8("\xf4\x90\x80\x80", false, "U+110000, past the last"),
+    U8("\xf7\xbf\xbf\xbf", false, "U+1FFFFF"),
+    U8("\xf8\x88\x80\x80\x80", false, "a 5-byte form"),
+    U8("\xfb\xbf\xbf\xbf\xbf", false, "the last 5-byte form"),
+    U8("\xfc\x84\x80\x80\x80\x80", false, "a 6-byte form"),
+    U8("\xfd\xbf\xbf\xbf\xbf\xbf", false, "the last 6-byte form"),
+    U8("\xfe", false, "0xFE"),
+    U8("\xff", false, "0xFF"),
+    U8("\xfe\xfe\xff\xff", false, "0xFE 0xFE 0xFF 0xFF"),
+    U8("\x80", false, "a lone first continuation byte"),
+    U8("\xbf", false, "a lone last continuation byte"),
+    U8("\x80\xbf\x80", false, "three continuation bytes"),
+    U8("\xc0 ", false, "a 2-byte start and a space"),
+    U8("\xe0\x80 ", false, "a 3-byte start cut short, then a space"),
+    U8("\xc2", false, "a 2-byte sequence cut short"),
+    U8("\xe0\xa0", false, "a 3-byte sequence cut short"),
+    U8("\xf0\x90\x80", false, "a 4-byte sequence cut short"),
+    U8("\xdf", false, "U+07FF's last byte missing"),
+    U8("\xef\xbf", false, "U+FFFF's last byte missing"),
+    U8("\xf4\x8f\xbf", false, "U+10FFFF's last byte missing"),
+    U8("a\xc2\xe0\xa0\xf0\x90\x80", false, "the cut sequences together"),
+    U8("\xc0\xaf", false, "an overlong '/' in 2 bytes"),
+    U8("\xe0\x80\xaf", false, "an overlong '/' in 3 bytes"),
+    U8("\xf0\x80\x80\xaf", false, "an overlong '/' in 4 bytes"),
+    U8("\xf8\x80\x80\x80\xaf", false, "an overlong '/' in 5 bytes"),
+    U8("\xfc\x80\x80\x80\x80\xaf", false, "an overlong '/' in 6 bytes"),
+    U8("\xc1\xbf", false, "the largest overlong 2-byte"),
+    U8("\xe0\x9f\xbf", false, "the largest overlong 3-byte"),
+    U8("\xf0\x8f\xbf\xbf", false, "the largest overlong 4-byte"),
+    U8("\xc0\x80", false, "an overlong NUL in 2 bytes"),
+    U8("\xe0\x80\x80", false, "an overlong NUL in 3 bytes"),
+    U8("\xf0\x80\x80\x80", false, "an overlong NUL in 4 bytes"),
+    U8("\xed\xa0\x80", false, "U+D800, a lone high surrogate"),
+    U8("\xed\xad\xbf", false, "U+DB7F"),
+    U8("\xed\xae\x80", false, "U+DB80"),
+    U8("\xed\xaf\xbf", false, "U+DBFF"),
+    U8("\xed\xb0\x80", false, "U+DC00, a lone low surrogate"),
+    U8("\xed\xbe\x80", false, "U+DF80"),
+    U8("\xed\xbf\xbf", false, "U+DFFF"),
+    U8("\xed\xa0\x80\xed\xb0\x80", false, "U+D800 U+DC00, a pair in CESU-8"),
+    U8("\xed\xaf\xbf\xed\xbf\xbf", false, "U+DBFF U+DFFF"),
+    U8("abcdefgh\xc0\x80", false, "after eight ASCII bytes"),
+    U8("abcdefghijklmnop\xed\xa0\x80xyz", false, "a surrogate after sixteen"),
+};
+
+static void test_utf8_is_rfc_3629(void)
+{
+    for (size_t i = 0; i < sizeof utf8_cases / sizeof *utf8_cases; i++) {
+        const struct utf8_case *c = &utf8_cases[i];
+        if (utf8_valid(c->bytes, c->len) != c->valid)
+            fprintf(stderr, "  utf8: %s: %s\n", c->what, c->valid ? "refused" : "taken");
+        CHECK(utf8_valid(c->bytes, c->len) == c->valid);
+    }
+}
+
+static void test_utf8_tells_cut_from_invalid(void)
+{
+    const unsigned char *u = (const unsigned char *)"\xf0\x90\x80\x80";
+    CHECK_INT(utf8_seq(u, 4), 4);
+    CHECK_INT(utf8_seq(u, 3), -1);
+    CHECK_INT(utf8_seq(u, 1), -1);
+    CHECK_INT(utf8_seq((const unsigned char *)"\xe2\x82\xac", 2), -1);
+    CHECK_INT(utf8_seq((const unsigned char *)"A", 1), 1);
+    /* a wrong second byte is known at once, however little follows */
+    CHECK_INT(utf8_seq((const unsigned char *)"\xed\xa0", 2), 0);
+    CHECK_INT(utf8_seq((const unsigned char *)"\xe0\x80", 2), 0);
+    CHECK_INT(utf8_seq((const unsigned char *)"\xf4\x90", 2), 0);
+    CHECK_INT(utf8_seq((const unsigned char *)"\xc0", 1), 0);
+    CHECK_INT(utf8_seq((const unsigned char *)"\xf5", 1), 0);
+    CHECK_INT((int)utf8_valid_prefix("abc\xe2\x82\xac"
+                                     "d\xc0\x80",
+                                     9),
+              7);
+    CHECK_INT((int)utf8_valid_prefix("0123456789\xe2\x82", 12), 10);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_connection_parse),
     TESTING_CASE(test_connection_ipc_and_defaults),
@@ -770,6 +879,8 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_dump_string_escapes_at_every_place),
     TESTING_CASE(test_dump_string_escapes_two_in_a_word),
     TESTING_CASE(test_load_takes_and_refuses_what_jansson_does),
+    TESTING_CASE(test_utf8_is_rfc_3629),
+    TESTING_CASE(test_utf8_tells_cut_from_invalid),
     {0},
 };
 

@@ -10,6 +10,12 @@ post_mortem() shows the frames of a traceback as pdb's post-mortem does
 (%debug: the last error); set_automatic() makes every error of a cell start
 it (%pdb on). It needs a client that takes input (allow_stdin): without
 one it says so and returns. pdb is imported when it is first needed.
+
+pdb.set_trace() and breakpoint() (bdb.Bdb.set_trace, adapted by
+adapt_bdb when a cell first imports pdb) show the cell's frames and no
+frame of this runtime: the debugger's outermost frame is the cell's, the
+runtime's modules are skipped, and stepping off the end of the cell ends
+the tracing, as stepping off the end of a script does.
 """
 
 import sys
@@ -50,3 +56,41 @@ def post_mortem(tb, automatic=False):
     while tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith("<sandpit>/"):
         tb = tb.tb_next
     debugger.interaction(None, tb)
+
+
+def _own(frame):
+    return frame.f_code.co_filename.startswith("<sandpit>/")
+
+
+def adapt_bdb(module):
+    """bdb.Bdb.set_trace with this runtime's frames left out (see above)."""
+    original = module.Bdb.set_trace
+
+    def set_trace(self, frame=None):
+        if frame is None:
+            frame = sys._getframe().f_back
+        bottom = f = frame
+        while f is not None and not _own(f):
+            bottom, f = f, f.f_back
+        self.skip = set(self.skip or ()) | {"sandpit", "sandpit.*"}
+        dispatch_return = self.dispatch_return
+
+        def on_return(frame, arg):
+            result = dispatch_return(frame, arg)
+            if frame is not self.botframe:
+                return result
+            # The cell is over: no stop in what runs after it.
+            sys.settrace(None)
+            f = frame.f_back
+            while f is not None:
+                f.f_trace = None
+                f = f.f_back
+            return None
+
+        self.dispatch_return = on_return
+        original(self, frame)
+        # Tracing is on from here: assignments only, no call (a call would
+        # be a step into this runtime).
+        self.botframe = bottom
+
+    module.Bdb.set_trace = set_trace

@@ -41,6 +41,8 @@ them does not pay for them), yet each needs a word as soon as it is loaded:
 - linecache gets the cells' sources (sandpit.execution keeps them until
   then), so that tracebacks, inspect and the debugger show a cell's lines:
   it is imported at the first traceback rather than at start-up.
+- bdb (under pdb.set_trace() and breakpoint()) leaves this runtime's
+  frames out of what the debugger shows and steps into (sandpit.debugger).
 - platform.processor() runs `uname -p` the first time it is asked (Debian's
   pandas asks at import, through platform.uname()[4]). In the sandbox no
   program runs: it answers at once what Python answers when the program
@@ -139,6 +141,11 @@ def patch_linecache(module):
         module.cache.setdefault(filename, entry)
 
 
+def patch_bdb(module):
+    from . import debugger
+    debugger.adapt_bdb(module)
+
+
 def _no_processor():
     return ""
 
@@ -162,6 +169,7 @@ _PATCHES = {
     "platform": patch_platform,
     "getpass": patch_getpass,
     "linecache": patch_linecache,
+    "bdb": patch_bdb,
 }
 
 
