@@ -154,7 +154,7 @@ def test_status_prints_limits_as_integers(jupyter_dir, tmp_path):
         p = sandpit("status")
         assert p.returncode == 0, p.stderr
         assert "images per cell  16777216 bytes" in p.stdout, p.stdout
-        assert "output per cell  10000 bytes" in p.stdout, p.stdout
+        assert "output per cell  1000000 bytes" in p.stdout, p.stdout
         assert "memory           2048 MiB" in p.stdout, p.stdout
         assert "e+" not in p.stdout, p.stdout
     finally:
