@@ -134,7 +134,16 @@ def snapshot(k):
     # The worker that runs the cells says who it is; another sandpit-worker, if
     # any, is the one started beforehand for the next crash.
     worker = int(k.value("__import__('os').getpid()"))
-    kids = child_comms(sup)
+    # The next worker starts once the kernel has been idle 0.1 s, and while it
+    # starts it holds descriptors of the supervisor's that a waiting one does
+    # not: read once two readings 0.3 s apart agree (at most 20 tries).
+    kids, fds = child_comms(sup), fd_count(sup)
+    for _ in range(20):
+        time.sleep(0.3)
+        again, fds_again = child_comms(sup), fd_count(sup)
+        if again == kids and fds_again == fds:
+            break
+        kids, fds = again, fds_again
     assert kids.get(worker) == "sandpit-worker", kids
     waiting = sum(1 for pid, comm in kids.items() if comm == "sandpit-worker" and pid != worker)
     assert waiting <= 1, kids
@@ -144,7 +153,7 @@ def snapshot(k):
     # pipe: its lines come over the link): descriptors opened once each, not a
     # leak.
     template = "sandpit-tmpl" in kids.values()
-    return {"supervisor": dict(memory_kib(sup), fds=fd_count(sup) - template - waiting),
+    return {"supervisor": dict(memory_kib(sup), fds=fds - template - waiting),
             "worker": dict(memory_kib(worker), fds=fd_count(worker), pid=worker)}
 
 
