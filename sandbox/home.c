@@ -55,15 +55,6 @@ static const char *env_get(char *const envp[], const char *name)
     return NULL;
 }
 
-/* True if path is dir or lies beneath it. */
-static bool beneath(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (n == 1 && dir[0] == '/')
-        return true;
-    return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
 /* A NULL-terminated list of new strings. */
 struct list {
     char **v;
@@ -92,28 +83,15 @@ static void list_free(char **v)
     free(v);
 }
 
-/* The read-write paths of the policy (workspace, tmpdir, rw_paths). */
-static bool in_rw(const struct sandbox_policy *p, const char *path)
-{
-    if (p->workspace && beneath(path, p->workspace))
-        return true;
-    if (p->tmpdir && beneath(path, p->tmpdir))
-        return true;
-    for (const char *const *s = p->rw_paths; s && *s; s++)
-        if (beneath(path, *s))
-            return true;
-    return false;
-}
-
 /* True if path holds a read-write path (masking it would take that away). */
 static bool holds_rw(const struct sandbox_policy *p, const char *path)
 {
-    if (p->workspace && beneath(p->workspace, path))
+    if (p->workspace && sandbox_path_beneath(p->workspace, path))
         return true;
-    if (p->tmpdir && beneath(p->tmpdir, path))
+    if (p->tmpdir && sandbox_path_beneath(p->tmpdir, path))
         return true;
     for (const char *const *s = p->rw_paths; s && *s; s++)
-        if (beneath(*s, path))
+        if (sandbox_path_beneath(*s, path))
             return true;
     return false;
 }
@@ -167,10 +145,11 @@ static void candidate_kind(struct build *b, const char *path, bool secret,
         b->rc = list_add(&b->hidden, real);
         return;
     }
-    if (!in_rw(b->p, real))
+    if (!sandbox_path_in_rw(b->p, real))
         return; /* read-only already, like everything outside the read-write paths */
     for (size_t i = 0; i < b->homes.n; i++)
-        if (beneath(real, b->homes.v[i]) && strcmp(real, b->homes.v[i]) != 0) {
+        if (sandbox_path_beneath(real, b->homes.v[i]) &&
+            strcmp(real, b->homes.v[i]) != 0) {
             /* a dot-entry at the top of such a home is read-only with the top */
             const char *rest = real + strlen(b->homes.v[i]) + 1;
             if (rest[0] == '.')
@@ -236,7 +215,7 @@ static bool holds_needed(const struct sandbox_policy *p, const char *path)
     if (holds_rw(p, path))
         return true;
     for (const char *const *s = p->ro_paths; s && *s; s++)
-        if (beneath(*s, path))
+        if (sandbox_path_beneath(*s, path))
             return true;
     return false;
 }
@@ -250,7 +229,8 @@ static bool needed(const struct build *b, const char *path)
     const char *const *lists[3] = {tmp, p->rw_paths, p->ro_paths};
     for (int i = 0; i < 3; i++)
         for (const char *const *s = lists[i]; s && *s; s++)
-            if (beneath(path, *s) && !(b->home && beneath(b->home, *s)))
+            if (sandbox_path_beneath(path, *s) &&
+                !(b->home && sandbox_path_beneath(b->home, *s)))
                 return true;
     return false;
 }
@@ -272,8 +252,8 @@ static void hide_dot_entry(struct build *b, const char *path, int depth)
         /* Where it leads in a read-write path, that is hidden instead (a dot-file kept
          * in a folder of dot-files); elsewhere Landlock and the read-only mounts judge
          * it, and covering it could cover a system folder. */
-        if (realpath(path, real) && in_rw(b->p, real) && !holds_needed(b->p, real) &&
-            !needed(b, real))
+        if (realpath(path, real) && sandbox_path_in_rw(b->p, real) &&
+            !holds_needed(b->p, real) && !needed(b, real))
             b->rc = list_add(&b->hidden, real);
         return;
     }
@@ -457,7 +437,7 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
     char real[PATH_MAX];
     for (int i = 0; i < 2; i++)
         if (homes[i] && homes[i][0] == '/' && realpath(homes[i], real) &&
-            strcmp(real, "/") != 0 && in_rw(p, real) && !b.rc)
+            strcmp(real, "/") != 0 && sandbox_path_in_rw(p, real) && !b.rc)
             b.rc = list_add(&b.homes, real);
     /* A home folder in the workspace: every dot-entry at its top is hidden, but for
      * what the code needs (POLICY.md); its top is read-only (namespaces.c). */
@@ -475,7 +455,7 @@ int sandbox_masks_build(struct sandbox_masks *m, const struct sandbox_policy *p,
     /* What the policy gives to read only (a virtual environment, --read folders,
      * PYTHONPATH) stays read-only where it lies in a read-write path. */
     for (const char *const *s = p->ro_paths; s && *s; s++)
-        if (realpath(*s, real) && in_rw(p, real))
+        if (realpath(*s, real) && sandbox_path_in_rw(p, real))
             candidate(&b, real, false);
 
     m->hidden = b.hidden.v;

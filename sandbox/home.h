@@ -56,6 +56,12 @@ int sandbox_resolve(const struct sandbox_policy *p, const char *const *homes,
                     const char *path, enum sandbox_kind kind, char *out, size_t len,
                     bool *made);
 
+/* True if path is dir or lies beneath it (both real paths; "/" holds all). */
+bool sandbox_path_beneath(const char *path, const char *dir);
+
+/* True if path lies in a read-write path of p (workspace, tmpdir, rw_paths). */
+bool sandbox_path_in_rw(const struct sandbox_policy *p, const char *path);
+
 /* True if a cell could write in dir (a real path): it lies in a read-write path of p,
  * and is neither the top of a home in homes nor under a dot-entry there. */
 bool sandbox_path_writable(const struct sandbox_policy *p, const char *const *homes,

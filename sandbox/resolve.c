@@ -27,7 +27,7 @@
 
 #define RESOLVE_MAX_LINKS 40
 
-static bool under(const char *path, const char *dir)
+bool sandbox_path_beneath(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     if (n == 1 && dir[0] == '/')
@@ -35,21 +35,27 @@ static bool under(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
 }
 
+bool sandbox_path_in_rw(const struct sandbox_policy *p, const char *path)
+{
+    if (p->workspace && sandbox_path_beneath(path, p->workspace))
+        return true;
+    if (p->tmpdir && sandbox_path_beneath(path, p->tmpdir))
+        return true;
+    for (const char *const *s = p->rw_paths; s && *s; s++)
+        if (sandbox_path_beneath(path, *s))
+            return true;
+    return false;
+}
+
 bool sandbox_path_writable(const struct sandbox_policy *p, const char *const *homes,
                            const char *dir)
 {
     /* The top of a home folder and its dot-entries are read-only (home.h). */
     for (const char *const *h = homes; h && *h; h++)
-        if (under(dir, *h) && (dir[strlen(*h)] == 0 || dir[strlen(*h) + 1] == '.'))
+        if (sandbox_path_beneath(dir, *h) &&
+            (dir[strlen(*h)] == 0 || dir[strlen(*h) + 1] == '.'))
             return false;
-    if (p->workspace && under(dir, p->workspace))
-        return true;
-    if (p->tmpdir && under(dir, p->tmpdir))
-        return true;
-    for (const char *const *s = p->rw_paths; s && *s; s++)
-        if (under(dir, *s))
-            return true;
-    return false;
+    return sandbox_path_in_rw(p, dir);
 }
 
 /* The walk: the folder reached so far, by descriptor and by real path. */

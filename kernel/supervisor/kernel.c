@@ -11,14 +11,7 @@
 #include "kernel/log.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
-
-/* True if dir is path or holds it. */
-static bool holds(const char *dir, const char *path)
-{
-    size_t n = strlen(dir);
-    return path && (strcmp(dir, "/") == 0 ||
-                    (strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/')));
-}
+#include "sandbox/home.h"
 
 int kernel_prepare_history(struct options *opts)
 {
@@ -44,9 +37,10 @@ int kernel_prepare_history(struct options *opts)
          * could move a folder above it and have the next worker cover nothing
          * (the default one lies in the Jupyter data folder, which home.c makes
          * read-only, so that it stays where it is). */
-        bool inside = holds(opts->workspace, real) || holds(opts->tmpdir, real);
-        if (holds(real, opts->workspace) || holds(real, opts->tmpdir) ||
-            (chosen && inside)) {
+        bool inside = sandbox_path_beneath(real, opts->workspace) ||
+                      sandbox_path_beneath(real, opts->tmpdir);
+        if (sandbox_path_beneath(opts->workspace, real) ||
+            sandbox_path_beneath(opts->tmpdir, real) || (chosen && inside)) {
             log_warn("history: the folder of %s %s, so it cannot be hidden from cells: "
                      "this kernel keeps its history in memory (give --history a folder "
                      "of its own, outside the workspace)",

@@ -142,13 +142,6 @@ static int pythonpath_paths(const char *pp, const struct sandbox_policy *p, char
     return 0;
 }
 
-/* True if dir is path or holds it (path may be NULL). */
-static bool worker_holds(const char *dir, const char *path)
-{
-    size_t n = strlen(dir);
-    return path && strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
 /* The history's folders, appended to hidden from k: the folder of history
  * (the supervisor made it absolute, gives where the folder is now, and keeps
  * the history in memory where the folder would hold the workspace), and the
@@ -167,7 +160,8 @@ static size_t hide_history(const char **hidden, size_t k, const char *history,
     if (fsutil_jupyter_data_dir(data, sizeof data) == 0 &&
         snprintf(dflt, sizeof dflt, "%s/sandpit", data) < (int)sizeof dflt &&
         realpath(dflt, real) && strcmp(real, dir) != 0 &&
-        !worker_holds(real, p->workspace) && !worker_holds(real, p->tmpdir))
+        !(p->workspace && sandbox_path_beneath(p->workspace, real)) &&
+        !(p->tmpdir && sandbox_path_beneath(p->tmpdir, real)))
         hidden[k++] = real;
     return k;
 }
