@@ -29,6 +29,29 @@ static int value_of(unsigned char ch)
     return -1;
 }
 
+size_t base64_decode_head(const char *text, size_t len, unsigned char *out, size_t max)
+{
+    size_t n = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len && n < max; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            continue;
+        int v = value_of(ch);
+        if (v < 0)
+            break;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    return n;
+}
+
 int base64_decode(const char *text, size_t len, unsigned char **out, size_t *outlen)
 {
     *out = NULL;

@@ -13,6 +13,11 @@
  * the alphabet or bad padding, or -ENOMEM. */
 int base64_decode(const char *text, size_t len, unsigned char **out, size_t *outlen);
 
+/* Decodes the first bytes of text (whitespace skipped) into out: how many, at
+ * most max, stopping at the first character outside the alphabet ('=' among
+ * them). Allocates nothing: for a look at what a long text begins with. */
+size_t base64_decode_head(const char *text, size_t len, unsigned char *out, size_t max);
+
 /* Encodes len bytes as one line without newlines. Returns a new NUL-terminated
  * string (caller frees), or NULL when out of memory. */
 char *base64_encode(const unsigned char *data, size_t len);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel/base64.h"
+
 size_t sizes_json(const json_t *v)
 {
     if (!v)
@@ -47,46 +49,6 @@ size_t sizes_json(const json_t *v)
         return 5;
     }
     return 0;
-}
-
-static int b64_value(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+' || ch == '-')
-        return 62;
-    if (ch == '/' || ch == '_')
-        return 63;
-    return -1;
-}
-
-/* Decodes the first bytes of base64 text s (whitespace skipped) into out:
- * how many (at most max), stopping at anything that is not base64. */
-static size_t b64_head(const char *s, size_t len, unsigned char *out, size_t max)
-{
-    size_t n = 0, i = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (; i < len && n < max; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
-            continue;
-        int v = b64_value(ch);
-        if (v < 0)
-            break;
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    return n;
 }
 
 static bool starts(const unsigned char *b, size_t n, const char *sig, size_t len)
@@ -136,7 +98,7 @@ bool sizes_is_image(const char *mime, const json_t *v)
                 root[4] == '\r' || root[4] == '\t');
     }
     unsigned char b[12];
-    size_t n = b64_head(s, len, b, sizeof b);
+    size_t n = base64_decode_head(s, len, b, sizeof b);
     if (strcmp(mime, "image/png") == 0)
         return starts(b, n, "\x89PNG\r\n\x1a\n", 8);
     if (strcmp(mime, "image/jpeg") == 0)
