@@ -383,6 +383,19 @@ static size_t keep_images(json_t *content)
     return sizes_json(content);
 }
 
+/* Puts cut (consumed; NULL when out of memory: content is then emptied) in the
+ * place of content, which held before bytes. Returns the bytes it loses. */
+static size_t replace_content(json_t *content, json_t **cut, size_t before)
+{
+    json_object_clear(content);
+    if (*cut)
+        json_object_update(content, *cut);
+    json_decref(*cut);
+    *cut = NULL;
+    size_t after = sizes_json(content);
+    return before > after ? before - after : 0;
+}
+
 /* An error past the cap goes through once, cut to its name and the start of
  * its value (what the reply says too); the bytes it loses are dropped. */
 static size_t cut_error(json_t *content)
@@ -397,12 +410,7 @@ static size_t cut_error(json_t *content)
              evalue ? evalue : "");
     json_t *cut = json_pack("{s:s#, s:s#, s:[s]}", "ename", ename ? ename : "", elen,
                             "evalue", evalue ? evalue : "", vlen, "traceback", line);
-    json_object_clear(content);
-    if (cut)
-        json_object_update(content, cut);
-    json_decref(cut);
-    size_t after = sizes_json(content);
-    return before > after ? before - after : 0;
+    return replace_content(content, &cut, before);
 }
 
 /* A result past the cap goes through once too (what an agent asks a cell
@@ -433,12 +441,7 @@ static size_t cut_result(json_t *content)
                             json_object_get(content, "execution_count"), "data",
                             "text/plain", text && len > 2 * SIDE ? text : s, "metadata");
     free(text);
-    json_object_clear(content);
-    if (cut)
-        json_object_update(content, cut);
-    json_decref(cut);
-    size_t after = sizes_json(content);
-    return before > after ? before - after : 0;
+    return replace_content(content, &cut, before);
 }
 
 /* Cuts a stream that crosses the text cap at it, on a character boundary; false
