@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/install.h"
 #include "kernel/log.h"
 #include "kernel/options.h"
 #include "protocol/errbuf.h"
@@ -19,14 +20,9 @@
 
 bool gateway_user_valid(const char *name)
 {
-    size_t n = name ? strlen(name) : 0;
-    if (!n || n > GATEWAY_USER_MAX || name[0] == '.')
-        return false;
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-              (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
-            return false;
-    return true;
+    /* A kernelspec's characters and length (GATEWAY_USER_MAX is the same 64),
+     * and no leading dot: no ".", "..", nor a hidden folder. */
+    return name && name[0] != '.' && install_valid_name(name);
 }
 
 /* name as it may be quoted in a sentence: at most 64 bytes, with what is not
