@@ -43,6 +43,14 @@
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
 
+int sandbox_private_root(const char *parent, char *out, size_t len)
+{
+    if (!parent || parent[0] != '/')
+        return -EINVAL;
+    int n = snprintf(out, len, "%s/sandpit-user-%u", parent, (unsigned)getuid());
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 const char *sandbox__cover_file(const struct sandbox_policy *p, char *buf, size_t len,
                                 struct tfile_new *t)
 {

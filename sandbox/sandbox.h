@@ -122,6 +122,12 @@ struct sandbox_report {
  * limit, SANDBOX_DEFAULT_OPEN_FILES open files. */
 void sandbox_policy_init(struct sandbox_policy *p);
 
+/* The user's folder of every kernel's private folders in parent (an absolute
+ * path): parent/sandpit-user-<uid>, into out. The supervisor makes it
+ * (kernel/supervisor/tmpdir.c); every worker covers it. 0, or -EINVAL for a
+ * relative or missing parent, -ENAMETOOLONG. */
+int sandbox_private_root(const char *parent, char *out, size_t len);
+
 /* Names every layer and sets it SANDBOX_PENDING. sandbox_enter() and sandbox_lock() call
  * it themselves on a report whose n is 0. */
 void sandbox_report_init(struct sandbox_report *r);

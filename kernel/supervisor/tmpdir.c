@@ -33,14 +33,14 @@
 #include <unistd.h>
 
 #include "kernel/log.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/tfile.h"
 
 /* Opens (making it if missing) parent/sandpit-user-<uid>, a folder of ours with
  * mode 0700; its path in out. The descriptor, or -errno. */
 static int open_base_in(const char *parent, char *out, size_t len)
 {
-    if (!parent || parent[0] != '/' ||
-        snprintf(out, len, "%s/sandpit-user-%u", parent, (unsigned)getuid()) >= (int)len)
+    if (sandbox_private_root(parent, out, len) != 0)
         return -EINVAL;
     if (mkdir(out, 0700) < 0 && errno != EEXIST)
         return -errno;

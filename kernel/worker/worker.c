@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -503,12 +504,12 @@ int worker_main(int argc, char **argv)
     policy.tmpdir = o.tmpdir;
     /* The user's folder of private folders, which the supervisor made the
      * temporary folder in (tmpdir.h): hidden but for that folder. */
-    char private_root[PATH_MAX];
-    const char *slash = strrchr(o.tmpdir, '/');
-    if (slash && slash > o.tmpdir &&
-        snprintf(private_root, sizeof private_root, "%.*s", (int)(slash - o.tmpdir),
-                 o.tmpdir) < (int)sizeof private_root &&
-        strncmp(strrchr(private_root, '/') + 1, "sandpit-user-", 13) == 0)
+    char private_root[PATH_MAX], parent[PATH_MAX], expected[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", o.tmpdir);
+    snprintf(private_root, sizeof private_root, "%s", dirname(parent));
+    snprintf(parent, sizeof parent, "%s", private_root);
+    if (sandbox_private_root(dirname(parent), expected, sizeof expected) == 0 &&
+        strcmp(expected, private_root) == 0)
         policy.private_root = private_root;
     char why[512];
     char **ro_paths = read_only_paths(&o, &policy, why, sizeof why);
@@ -557,13 +558,11 @@ int worker_main(int argc, char **argv)
      * started with another TMPDIR), which the supervisor makes before any
      * worker starts, so that no cell can make one first: covered too. */
     char other_roots[2][PATH_MAX];
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
     int n_other = 0;
-    snprintf(other_roots[n_other++], PATH_MAX, "/tmp/sandpit-user-%u",
-             (unsigned)getuid());
-    if (xdg && *xdg == '/' &&
-        snprintf(other_roots[n_other], PATH_MAX, "%s/sandpit-user-%u", xdg,
-                 (unsigned)getuid()) < PATH_MAX)
+    if (sandbox_private_root("/tmp", other_roots[n_other], PATH_MAX) == 0)
+        n_other++;
+    if (sandbox_private_root(getenv("XDG_RUNTIME_DIR"), other_roots[n_other], PATH_MAX) ==
+        0)
         n_other++;
     for (int i = 0; i < n_other; i++)
         if (!policy.private_root || strcmp(other_roots[i], policy.private_root) != 0)
