@@ -99,7 +99,7 @@ BENCH_BINS := $(BUILD)/bench-null-kernel $(BUILD)/bench-client
 BENCH_LIBS := $(shell pkg-config --libs libzmq jansson libcrypto 2>/dev/null)
 PROTOCOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC))
 CLIENT_OBJ := $(patsubst %,$(BUILD)/kernel/client/%.o,client launch connfile) \
-              $(BUILD)/kernel/monotime.o
+              $(BUILD)/kernel/monotime.o $(BUILD)/sandbox/tfile.o
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))

@@ -187,6 +187,24 @@ int tfile_open_root(const char *path)
     return keep_if(fd < 0 ? -errno : fd, S_IFDIR);
 }
 
+int tfile_private_dir(const char *path, bool repair)
+{
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOTDIR ? -ELOOP : -errno;
+    struct stat st;
+    int rc = fstat(fd, &st) < 0 ? -errno : st.st_uid != getuid() ? -EPERM : 0;
+    if (!rc && (st.st_mode & 077))
+        rc = !repair ? -EPERM : fchmod(fd, 0700) < 0 ? -errno : 0;
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
 int tfile_open(int dirfd, const char *path, int flags)
 {
     if (flags & (O_CREAT | O_DIRECTORY | O_PATH | O_TMPFILE))

@@ -49,6 +49,15 @@ const char *tfile_strerror(int rc);
  * them. O_RDONLY | O_DIRECTORY | O_CLOEXEC. The descriptor, or -errno. */
 int tfile_open_root(const char *path);
 
+/* Opens a private folder of this user's at path, an absolute path in a folder
+ * the worker cannot write (the per-user folder of the kernels' private folders,
+ * the sockets' folder in the runtime folder), made with mode 0700 if missing.
+ * Accepted only if it is a folder, not a link (-ELOOP), and this user's
+ * (-EPERM); one that gives anyone else a right is made 0700 again with repair,
+ * refused (-EPERM) without. O_RDONLY | O_DIRECTORY | O_CLOEXEC. The
+ * descriptor, or -errno. */
+int tfile_private_dir(const char *path, bool repair);
+
 /* Opens the regular file at path beneath dirfd, never following a link.
  * flags: O_RDONLY, O_WRONLY or O_RDWR, with O_APPEND or O_TRUNC if wanted
  * (O_CREAT is refused: make files with tfile_create); O_NONBLOCK, O_NOCTTY

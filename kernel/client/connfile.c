@@ -32,6 +32,7 @@
 
 #include "protocol/connection.h"
 #include "protocol/errbuf.h"
+#include "sandbox/tfile.h"
 
 static int free_ports(int ports[CONNECTION_NCHANNELS])
 {
@@ -88,19 +89,11 @@ int connfile_ipc_dir(const char *path, char *out, size_t len)
  * 0700 again. */
 static int make_ipc_dir(const char *dir)
 {
-    if (mkdir(dir, 0700) == 0)
-        return 0;
-    if (errno != EEXIST)
-        return -errno;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = tfile_private_dir(dir, true);
     if (fd < 0)
-        return -errno;
-    struct stat st;
-    int rc = fstat(fd, &st) != 0 ? -errno : st.st_uid != getuid() ? -EPERM : 0;
-    if (!rc && fchmod(fd, 0700) != 0)
-        rc = -errno;
+        return fd;
     close(fd);
-    return rc;
+    return 0;
 }
 
 int connfile_write_ipc(const char *path, char *err, size_t errlen)

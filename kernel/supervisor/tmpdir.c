@@ -42,20 +42,11 @@ static int open_base_in(const char *parent, char *out, size_t len)
 {
     if (sandbox_private_root(parent, out, len) != 0)
         return -EINVAL;
-    if (mkdir(out, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    int fd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOTDIR ? -ELOOP : -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-        (st.st_mode & 077)) {
-        log_warn(
-            "%s is not a private folder of this user's (owner %u, mode %o): not used",
-            out, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-        close(fd);
-        return -EPERM;
-    }
+    int fd = tfile_private_dir(out, false);
+    if (fd == -EPERM)
+        log_warn("%s is not a private folder of this user's (another owns it, or it "
+                 "gives others a right): not used",
+                 out);
     return fd;
 }
 

@@ -41,10 +41,8 @@ ALLOWED = [
     ("kernel/client/launch.c", "open", "open(log_path", "the instance's log, runtime folder"),
     ("kernel/client/mcp.c", "unlink", "unlink(m.log)", "the mcp kernel's log, runtime folder"),
     ("kernel/client/launch.c", "fopen", "fopen(log_path", "the instance's log, runtime folder"),
-    ("kernel/client/connfile.c", "mkdir", "mkdir(dir, 0700)",
-     "the ipc sockets' folder, in the runtime folder, hidden"),
     ("kernel/client/connfile.c", "open", "open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW",
-     "the ipc sockets' folder: O_NOFOLLOW, owner checked"),
+     "the ipc sockets' folder, opened to remove the sockets: O_NOFOLLOW"),
     ("kernel/client/connfile.c", "unlink", "unlink(path)", "runtime folder, hidden"),
     ("kernel/client/connfile.c", "unlinkat", "unlinkat(fd, name, 0)",
      "the ipc sockets, on the folder's descriptor"),
@@ -79,13 +77,9 @@ ALLOWED = [
     # (Jupyter's data and runtime folders, the cache's parent); where a
     # worker-writable folder is involved, callers use tfile_mkdir.
     ("kernel/fsutil.c", "mkdir", "mkdir(buf, mode)", "user-chosen or the user's folders"),
-    # The per-user folder of private folders (kernel/supervisor/tmpdir.c): made in
-    # TMPDIR, then opened O_NOFOLLOW and used only if it is a folder of this
-    # user's with mode 0700; no worker can replace it (it is a mount point in
-    # every worker's namespace, covered).
-    ("kernel/supervisor/tmpdir.c", "mkdir", "mkdir(out, 0700)", "made, then checked"),
-    ("kernel/supervisor/tmpdir.c", "open", "open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW",
-     "O_NOFOLLOW, owner and mode checked"),
+    # The per-user folder of private folders (kernel/supervisor/tmpdir.c), made
+    # and checked by tfile_private_dir: no worker can replace it (it is a mount
+    # point in every worker's namespace, covered).
     ("kernel/supervisor/tmpdir.c", "mkdirat", "mkdirat(base, name, 0700)",
      "in the per-user folder's descriptor, hidden from workers"),
     # The gateway's private folder, in the per-user folder: hidden from workers.

@@ -363,6 +363,28 @@ static void test_a_swap_race_never_reaches_outside(void)
     close(t.fd);
 }
 
+/* A private folder: made 0700, or taken if it is ours; a link in its place is
+ * refused, and so is a mode that gives others a right, unless it is repaired. */
+static void test_a_private_folder_is_ours_and_no_link(void)
+{
+    struct tree t;
+    tree_init(&t);
+    struct stat st;
+    int fd = tfile_private_dir(at(&t, "p"), false);
+    CHECK(fd >= 0);
+    CHECK(fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0700);
+    close(fd);
+    REQUIRE(symlink("out", at(&t, "l")) == 0);
+    CHECK_INT(tfile_private_dir(at(&t, "l"), true), -ELOOP);
+    REQUIRE(chmod(at(&t, "out"), 0755) == 0);
+    CHECK_INT(tfile_private_dir(at(&t, "out"), false), -EPERM);
+    fd = tfile_private_dir(at(&t, "out"), true);
+    CHECK(fd >= 0);
+    CHECK(fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0700);
+    close(fd);
+    close(t.fd);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_opens_never_follow_a_link_or_leave_the_folder),
     TESTING_CASE(test_the_walk_without_openat2_refuses_the_same),
@@ -371,6 +393,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_writes_by_the_walk),
     TESTING_CASE(test_a_tree_is_removed_without_following_its_links),
     TESTING_CASE(test_a_locked_folder_is_removed_too),
+    TESTING_CASE(test_a_private_folder_is_ours_and_no_link),
     TESTING_CASE_TIMEOUT(test_a_swap_race_never_reaches_outside, 30),
     {0},
 };
