@@ -31,7 +31,9 @@
 #include "kernel/link/spawn.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/template.h"
-#include "kernel/supervisor/worker_log.h"
+#include "kernel/supervisor/worker_env.h"
+#include "kernel/supervisor/worker_logpipe.h"
+#include "kernel/supervisor/proc_stat.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/stop.h"
 
@@ -43,15 +45,6 @@
  * (a history query's answer) waits in this buffer until it reads, so a worker
  * that asks and never reads stops being heard rather than growing it. */
 #define OUT_HIGH (8u << 20)
-
-/* The read end of a worker's fd 2, relayed line by line to the kernel's log. */
-struct logpipe {
-    struct loop *loop;
-    int fd; /* -1 when none */
-    long long event;
-    char buf[1024];
-    size_t len;
-};
 
 /* A worker's process as it is started: its pid, the supervisor's end of its
  * link, its log and its group. */
@@ -142,164 +135,6 @@ bool child_memory_killed(const struct child *c)
     return sandbox_cgroup_memory_killed(&c->cgroup);
 }
 
-/* Names, and prefixes ending in '*', of variables a sandboxed cell may see. */
-static const char *const env_allowed[] = {
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "COLUMNS",
-    "LINES",
-    "PYTHONPATH",
-    "PYTHONHASHSEED",
-    "PYTHONWARNINGS",
-    "PYTHONIOENCODING",
-    "PYTHONUTF8",
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "NUMEXPR_MAX_THREADS",
-    "LC_*",
-    "JPY_PARENT_PID",
-    "JPY_SESSION_NAME",
-    /* Where the user's setup lives, for the sandbox to keep it out of reach. */
-    "JUPYTER_RUNTIME_DIR",
-    "JUPYTER_DATA_DIR",
-    "JUPYTER_CONFIG_DIR",
-    "JUPYTER_PATH",
-    "JUPYTER_CONFIG_PATH",
-    "IPYTHONDIR",
-    "XDG_DATA_HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_RUNTIME_DIR",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "SANDPIT_*",
-    NULL,
-};
-
-static bool env_kept(const char *entry, const char *extra)
-{
-    size_t n = strcspn(entry, "=");
-    for (const char *const *a = env_allowed; *a; a++) {
-        size_t len = strlen(*a);
-        if ((*a)[len - 1] == '*' ? strncmp(entry, *a, len - 1) == 0
-                                 : len == n && strncmp(entry, *a, n) == 0)
-            return true;
-    }
-    for (const char *p = extra; p && *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(entry, p, n) == 0)
-            return true;
-        p += len + (p[len] == ',');
-    }
-    return false;
-}
-
-char **child_environment(bool sandbox, const char *pass_env)
-{
-    extern char **environ;
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **envp = calloc(n + 1, sizeof *envp);
-    if (!envp)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (sandbox && !env_kept(environ[i], pass_env))
-            continue;
-        if (!(envp[k] = strdup(environ[i]))) {
-            child_free_environment(envp);
-            return NULL;
-        }
-        k++;
-    }
-    return envp;
-}
-
-void child_free_environment(char **envp)
-{
-    for (size_t i = 0; envp && envp[i]; i++)
-        free(envp[i]);
-    free(envp);
-}
-
-static void close_log(struct logpipe *lp)
-{
-    if (lp->fd < 0)
-        return;
-    loop_del_file(lp->loop, lp->event);
-    close(lp->fd);
-    lp->fd = -1;
-    lp->event = 0;
-    lp->len = 0;
-}
-
-/* The log pipe is readable: its whole lines go to the kernel's log, marked as
- * the worker's, with control characters removed and within the kernel's limit
- * (worker_log.h): code in the worker can write there before cells run (a
- * preload) and, where the pipe is not yet closed, a cell. */
-static void on_log(struct loop *l, long long id, int events, void *data)
-{
-    (void)l;
-    (void)id;
-    (void)events;
-    struct logpipe *lp = data;
-    /* A bounded number of reads per event: a writer as fast as this loop must
-     * not hold it (the rest waits for the next turn). */
-    for (int turn = 0; turn < READ_TURNS; turn++) {
-        ssize_t n = read(lp->fd, lp->buf + lp->len, sizeof lp->buf - lp->len);
-        if (n <= 0) {
-            if (n == 0 || (errno != EAGAIN && errno != EINTR))
-                close_log(lp);
-            return;
-        }
-        lp->len += (size_t)n;
-        /* Whole lines, or a full buffer, go to the log, within its limit. */
-        for (;;) {
-            char *nl = memchr(lp->buf, '\n', lp->len);
-            size_t len = nl ? (size_t)(nl - lp->buf) : lp->len;
-            if (!nl && lp->len < sizeof lp->buf)
-                break;
-            worker_log_line(lp->buf, len);
-            size_t used = nl ? len + 1 : len;
-            memmove(lp->buf, lp->buf + used, lp->len - used);
-            lp->len -= used;
-        }
-    }
-}
-
-/* Starts relaying a log pipe (fd: non-blocking, now the logpipe's). */
-static void open_log(struct logpipe *lp, struct loop *loop, int fd)
-{
-    lp->loop = loop;
-    lp->fd = fd;
-    lp->len = 0;
-    long long id = loop_add_fd(loop, fd, LOOP_READABLE, LOOP_RANK_WORKER_LOG, on_log, lp);
-    lp->event = id > 0 ? id : 0;
-}
-
-/* The log of src becomes dst's (dst's own, if any, is closed). */
-static void move_log(struct logpipe *dst, struct logpipe *src)
-{
-    close_log(dst);
-    if (src->fd < 0)
-        return;
-    loop_del_file(src->loop, src->event);
-    size_t len = src->len;
-    memcpy(dst->buf, src->buf, len);
-    open_log(dst, src->loop, src->fd);
-    dst->len = len;
-    src->fd = -1;
-    src->event = 0;
-    src->len = 0;
-}
-
 static void drop_spare(struct child *c, bool reaped);
 
 void child_free(struct child *c)
@@ -312,7 +147,7 @@ void child_free(struct child *c)
     sweep_groups(c);
     for (int i = 0; i < CHILD_RETIRED; i++)
         sandbox_cgroup_release(&c->retired[i]);
-    close_log(&c->log);
+    worker_logpipe_close(&c->log);
     link_reader_release(&c->reader);
     free(c->out);
     free(c);
@@ -469,37 +304,6 @@ static void on_link(struct loop *l, long long id, int events, void *data)
         read_link(c);
 }
 
-/* envp with SANDPIT_CGROUP=note appended (a new array of borrowed strings but
- * the last, which is new: free both with free_env_with). */
-static char **env_with(char *const envp[], const char *note)
-{
-    size_t n = 0;
-    while (envp[n])
-        n++;
-    char **e = calloc(n + 2, sizeof *e);
-    char *var = malloc(strlen("SANDPIT_CGROUP=") + strlen(note) + 1);
-    if (!e || !var) {
-        free(e);
-        free(var);
-        return NULL;
-    }
-    memcpy(e, envp, n * sizeof *e);
-    strcpy(var, "SANDPIT_CGROUP=");
-    strcat(var, note);
-    e[n] = var;
-    return e;
-}
-
-static void free_env_with(char **e)
-{
-    size_t n = 0;
-    while (e && e[n])
-        n++;
-    if (n)
-        free(e[n - 1]);
-    free(e);
-}
-
 /* Asks the template for the worker: the child's end of the link, of its log
  * and its group's cgroup.procs files (all borrowed). The pid, or 0 when the
  * template could not (the worker is then exec'd). */
@@ -538,10 +342,10 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         else
             log_warn("no cgroup for the worker: %s", cg->detail);
     }
-    char **env = env_with(envp, cg->detail[0] ? cg->detail : "none");
+    char **env = worker_env_with_cgroup(envp, cg->detail[0] ? cg->detail : "none");
     if (!env || pipe2(logp, O_CLOEXEC) < 0) {
         int e = env ? errno : ENOMEM;
-        free_env_with(env);
+        worker_env_free_with(env);
         sandbox_cgroup_remove(cg);
         sandbox_cgroup_release(cg);
         return -e;
@@ -550,7 +354,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         int e = errno;
         close(logp[0]);
         close(logp[1]);
-        free_env_with(env);
+        worker_env_free_with(env);
         sandbox_cgroup_remove(cg);
         sandbox_cgroup_release(cg);
         return -e;
@@ -567,7 +371,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         close(sv[1]);
         close(logp[0]);
         close(logp[1]);
-        free_env_with(env);
+        worker_env_free_with(env);
         sandbox_cgroup_remove(cg);
         sandbox_cgroup_release(cg);
         return -e;
@@ -594,7 +398,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         close(devnull);
         close(logp[0]);
         close(logp[1]);
-        free_env_with(env);
+        worker_env_free_with(env);
         sandbox_cgroup_remove(cg);
         sandbox_cgroup_release(cg);
         return -e;
@@ -619,7 +423,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         execve(argv[0], argv, env);
         _exit(127);
     }
-    free_env_with(env);
+    worker_env_free_with(env);
     sandbox_cgroup_started(cg, pid);
     close(sv[1]);
     close(devnull);
@@ -628,7 +432,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
     fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
     p->pid = pid;
     p->fd = sv[0];
-    open_log(&p->log, c->loop, logp[0]);
+    worker_logpipe_open(&p->log, c->loop, logp[0]);
     return 0;
 }
 
@@ -636,7 +440,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
  * now on (a spare's hello has waited on its link until then). */
 static void adopt(struct child *c, struct proc *p)
 {
-    move_log(&c->log, &p->log);
+    worker_logpipe_move(&c->log, &p->log);
     c->cgroup = p->cgroup;
     sandbox_cgroup_init(&p->cgroup);
     c->pid = p->pid;
@@ -683,7 +487,7 @@ static void drop_spare(struct child *c, bool reaped)
         kill(p->pid, SIGKILL);
     end_processes(c, &p->cgroup, c->pid);
     close(p->fd);
-    close_log(&p->log);
+    worker_logpipe_close(&p->log);
     retire_group(c, &p->cgroup);
     p->pid = 0;
     p->fd = -1;
@@ -827,41 +631,7 @@ double child_age(const struct child *c)
 
 double child_cpu_seconds(const struct child *c)
 {
-    if (c->pid <= 0)
-        return -1;
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)c->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    /* The command's name, in parentheses, may hold spaces: count fields after the
-     * last ')', which is followed by field 3. utime and stime are fields 14 and 15,
-     * for the whole process. */
-    const char *p = strrchr(buf, ')');
-    if (!p)
-        return -1;
-    p++;
-    for (int field = 3; field < 14 && p; field++) {
-        p += strspn(p, " ");
-        p = strchr(p, ' ');
-    }
-    if (!p)
-        return -1;
-    char *end;
-    unsigned long long utime = strtoull(p, &end, 10);
-    if (end == p)
-        return -1;
-    p = end;
-    unsigned long long stime = strtoull(p, &end, 10);
-    if (end == p)
-        return -1;
-    long hz = sysconf(_SC_CLK_TCK);
-    return (double)(utime + stime) / (double)(hz > 0 ? hz : 100);
+    return proc_stat_cpu_seconds(c->pid);
 }
 
 unsigned long long child_queued(const struct child *c)

@@ -125,11 +125,4 @@ double child_cpu_seconds(const struct child *c);
 /* Whether its link closed before its process ended (its code closed fd 3). */
 bool child_link_closed(const struct child *c);
 
-/* The environment a worker gets (a new NULL-terminated array of new strings;
- * free with child_free_environment): with the sandbox on, only variables known
- * to be harmless and those named in pass_env (comma-separated); a Jupyter
- * server's environment can hold tokens and credentials. */
-char **child_environment(bool sandbox, const char *pass_env);
-void child_free_environment(char **envp);
-
 #endif

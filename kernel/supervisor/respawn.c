@@ -20,6 +20,7 @@
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
+#include "kernel/supervisor/worker_env.h"
 
 int respawn_worker_program(char *out, size_t len, char *why, size_t whylen)
 {
@@ -81,40 +82,6 @@ int respawn_init(struct respawn *w, struct kernel *k, struct child *c, struct lo
     return (w->program = strdup(program)) ? 0 : -ENOMEM;
 }
 
-/* The environment a worker gets: env as child_environment made it, with, where
- * the worker is a library, LD_PRELOAD naming it alone (one the kernel was given
- * does not reach the worker). The worker takes it out of its own environment
- * as it starts. NULL when out of memory; env is taken over either way. */
-static char **worker_environment(struct respawn *w, char **env)
-{
-#ifdef SANDPIT_WORKER_PYTHON
-    if (!env)
-        return NULL;
-    size_t n = 0, k = 0;
-    while (env[n])
-        n++;
-    char **out = calloc(n + 2, sizeof *out);
-    char *preload = NULL;
-    if (!out || asprintf(&preload, "LD_PRELOAD=%s", w->program) < 0) {
-        free(out);
-        child_free_environment(env);
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(env[i], "LD_PRELOAD=", 11) == 0)
-            free(env[i]);
-        else
-            out[k++] = env[i];
-    }
-    out[k] = preload;
-    free(env);
-    return out;
-#else
-    (void)w;
-    return env;
-#endif
-}
-
 void respawn_release(struct respawn *w)
 {
     template_free(w->tpl);
@@ -124,7 +91,7 @@ void respawn_release(struct respawn *w)
     loop_del_timer(w->loop, w->retry_timer);
     loop_del_timer(w->loop, w->hello_timer);
     loop_del_timer(w->loop, w->spare_timer);
-    child_free_environment(w->env);
+    worker_env_free(w->env);
     w->env = NULL;
     free(w->program);
     w->program = NULL;
@@ -233,8 +200,8 @@ void respawn_start(struct respawn *w)
     w->stops = 0;
     char **argv = worker_argv(w->program, w->opts, &w->k->history);
     if (!w->env)
-        w->env =
-            worker_environment(w, child_environment(w->opts->sandbox, w->opts->pass_env));
+        w->env = worker_env_preload(w->program,
+                                    worker_env_new(w->opts->sandbox, w->opts->pass_env));
     /* The template starts when a worker is first replaced (a restart, a crash),
      * beside the worker that replaces it, which is exec'd: a kernel that never
      * replaces its worker never pays for a template, in time or in memory, and

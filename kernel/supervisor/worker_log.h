@@ -1,5 +1,5 @@
 /* worker_log: the worker's lines in the kernel's log, within a limit.
- * The worker's log pipe (child.c) and its "log" frames on the link (route.c)
+ * The worker's log pipe (worker_logpipe.c) and its "log" frames on the link (route.c)
  * both end here. The user's code can write to either, so what comes is
  * hostile: its control characters are replaced, and its lines are counted
  * against one limit per kernel (per minute, in lines and bytes, and in all). */
