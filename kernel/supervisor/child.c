@@ -30,6 +30,7 @@
 #include "kernel/monotime.h"
 #include "kernel/link/spawn.h"
 #include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/preexec.h"
 #include "kernel/supervisor/template.h"
 #include "kernel/supervisor/worker_env.h"
 #include "kernel/supervisor/worker_logpipe.h"
@@ -387,8 +388,8 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
          * once, on its page tables. A fork copied them and left the child
          * waiting for the other CPU (1 to 5 ms here), then paid a fault for
          * each page it touched. The child below only makes system calls, on
-         * descriptors and values already made, and returns from no function:
-         * what a vforked child may do. */
+         * descriptors and values already made (preexec.c's too), and never
+         * returns from this function: what a vforked child may do. */
         pid = vfork();
     }
     if (pid < 0) {
@@ -404,15 +405,7 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         return -e;
     }
     if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
+        preexec_setup(parent);
         /* Before exec: nothing the worker runs is outside its group. If this fails,
          * the worker finds itself outside and says so in its report. */
         sandbox_cgroup_join(cg);

@@ -25,6 +25,7 @@
 #include "kernel/log.h"
 #include "kernel/monotime.h"
 #include "kernel/supervisor/loop.h"
+#include "kernel/supervisor/preexec.h"
 
 #define SPAWN_WAIT_MS 1000 /* for the pid of a worker it forks */
 
@@ -126,16 +127,8 @@ struct template *template_start(struct loop *loop, char *const argv[], char *con
         goto fail;
     }
     if (pid == 0) {
-        /* As child.c's worker: only async-signal-safe calls until exec. */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
+        /* As child.c's worker: only async-signal-safe calls until exec (preexec.h). */
+        preexec_setup(parent);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
             _exit(127);
         syscall(SYS_close_range, 4U, ~0U, 0U);
