@@ -71,7 +71,7 @@ SANDBOX_SRC  := $(wildcard sandbox/*.c)
 # kernel/ and each of its folders (supervisor/, worker/, link/, ...): a new folder
 # needs no change here.
 KERNEL_SRC   := $(filter-out kernel/main.c kernel/worker_main.c kernel/worker_preload.c \
-                  kernel/pidcache.c,\
+                  kernel/mem/pidcache.c,\
                   $(wildcard kernel/*.c kernel/*/*.c))
 PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
 LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/logo-svg.svg
@@ -99,7 +99,7 @@ BENCH_BINS := $(BUILD)/bench-null-kernel $(BUILD)/bench-client
 BENCH_LIBS := $(shell pkg-config --libs libzmq jansson libcrypto 2>/dev/null)
 PROTOCOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC))
 CLIENT_OBJ := $(patsubst %,$(BUILD)/kernel/client/%.o,client launch connfile) \
-              $(BUILD)/kernel/monotime.o $(BUILD)/sandbox/tfile.o
+              $(BUILD)/kernel/util/monotime.o $(BUILD)/sandbox/tfile.o
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -122,9 +122,9 @@ $(LIB_A): $(LIB_OBJ)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # Bound at start (-z now): once the first cell is answered, the supervisor gives
-# back the libraries' symbol tables (kernel/loadpages.h), which a call bound
+# back the libraries' symbol tables (kernel/mem/loadpages.h), which a call bound
 # lazily would read again at its first use, cell after cell.
-$(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/pidcache.o $(LIB_A)
+$(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/mem/pidcache.o $(LIB_A)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
 
@@ -176,12 +176,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The supervisor's getpid() (kernel/pidcache.c) is linked into the programs that
+# The supervisor's getpid() (kernel/mem/pidcache.c) is linked into the programs that
 # use ZeroMQ as a server, the null kernel too: its floor must not pay a cost that
 # sandpit does not.
-$(BUILD)/tests/test_pidcache: $(BUILD)/kernel/pidcache.o
+$(BUILD)/tests/test_pidcache: $(BUILD)/kernel/mem/pidcache.o
 
-$(BUILD)/bench-null-kernel: $(BUILD)/tests/bench/null_kernel.o $(BUILD)/kernel/pidcache.o \
+$(BUILD)/bench-null-kernel: $(BUILD)/tests/bench/null_kernel.o $(BUILD)/kernel/mem/pidcache.o \
                             $(PROTOCOL_OBJ)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
@@ -296,9 +296,9 @@ FUZZ_TARGETS := wire msg connection link load active
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
                 $(PKG_CFLAGS)
-LINK_SRC     := kernel/link/link.c kernel/link/frames.c kernel/prefault.c
+LINK_SRC     := kernel/link/link.c kernel/link/frames.c kernel/mem/prefault.c
 ACTIVE_SRC   := kernel/supervisor/active.c kernel/supervisor/active_html.c \
-                kernel/supervisor/active_lists.c kernel/base64.c
+                kernel/supervisor/active_lists.c kernel/util/base64.c
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC) $(ACTIVE_SRC))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 .SECONDARY: $(FUZZ_LIB_OBJ)

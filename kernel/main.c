@@ -2,7 +2,7 @@
  *
  *   sandpit kernel -f CONNECTION_FILE [options]   the kernel (from kernel.json)
  *   sandpit kernel --RemoteProcessProxy.* ...     the same, started by Enterprise
- *                                                 Gateway (kernel/gateway.h)
+ *                                                 Gateway (kernel/cmd/launcher.h)
  *   sandpit install [--user | --prefix DIR] ...   write a kernelspec
  *   sandpit uninstall | list                      remove one, list them
  *   sandpit check-sandbox                         what the sandbox can do here
@@ -19,11 +19,11 @@
 #include <string.h>
 
 #include "kernel/client/commands.h"
-#include "kernel/gateway.h"
-#include "kernel/gateway_user.h"
-#include "kernel/install.h"
-#include "kernel/kernelspecs.h"
-#include "kernel/log.h"
+#include "kernel/cmd/launcher.h"
+#include "kernel/util/userdir.h"
+#include "kernel/cmd/install.h"
+#include "kernel/cmd/kernelspecs.h"
+#include "kernel/util/log.h"
 #include "kernel/options.h"
 #include "kernel/supervisor/respawn.h"
 #include "kernel/supervisor/supervisor.h"
@@ -65,21 +65,21 @@ static void usage(FILE *f)
 static int kernel_main(int argc, char **argv)
 {
     struct options o;
-    struct gateway gw;
+    struct launcher gw;
     options_init(&o);
-    gateway_init(&gw);
+    launcher_init(&gw);
     char err[512];
     int status = 2;
-    if (gateway_take_options(&gw, &argc, argv, err, sizeof err) ||
-        (gw.enabled && gateway_check(&gw, err, sizeof err))) {
+    if (launcher_take_options(&gw, &argc, argv, err, sizeof err) ||
+        (gw.enabled && launcher_check(&gw, err, sizeof err))) {
         fprintf(stderr, "sandpit kernel: %s\n", err);
         goto out;
     }
     /* From here a gateway's kernel logs its errors with its id, user and date. */
     if (gw.enabled)
-        gateway_user_log_start(gw.kernel_id);
+        userdir_log_start(gw.kernel_id);
     if (options_parse(&o, argc, argv, err, sizeof err) ||
-        options_check(&o, err, sizeof err) || gateway_user_apply(&o, err, sizeof err)) {
+        options_check(&o, err, sizeof err) || userdir_apply(&o, err, sizeof err)) {
         if (gw.enabled)
             log_error("sandpit kernel: %s", err);
         else
@@ -97,7 +97,7 @@ static int kernel_main(int argc, char **argv)
     }
     log_init("kernel", o.log_level, 2);
     if (gw.enabled) {
-        if (gateway_prepare(&gw, err, sizeof err) ||
+        if (launcher_prepare(&gw, err, sizeof err) ||
             !(o.connection_file = strdup(gw.connection_file))) {
             log_error("sandpit kernel: %s", err);
             status = 1;
@@ -111,8 +111,8 @@ static int kernel_main(int argc, char **argv)
     status = supervisor_run(&o, gw.enabled ? &gw : NULL);
 out:
     if (gw.enabled && !gw.reported && gw.response_address)
-        gateway_log_unreported(&gw);
-    gateway_release(&gw);
+        launcher_log_unreported(&gw);
+    launcher_release(&gw);
     options_release(&o);
     return status;
 }

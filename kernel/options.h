@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 
 /* Above what a notebook sends (a cell of a few MB is a large one; a browser's
  * messages, a widget's state or a file on an upload widget, pass Jupyter

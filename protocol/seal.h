@@ -1,6 +1,6 @@
 /* seal: the connection info a kernel reports to Jupyter Enterprise Gateway,
  * sealed as the gateway's own kernel launchers seal it (their payload version 1).
- * Pure functions over OpenSSL and jansson; kernel/gateway.c sends what they make.
+ * Pure functions over OpenSSL and jansson; kernel/cmd/launcher.c sends what they make.
  * A seal_key is owned by its caller (seal_key_free); payloads are new strings. */
 #ifndef SANDPIT_SEAL_H
 #define SANDPIT_SEAL_H

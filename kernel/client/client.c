@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 #include "protocol/errbuf.h"
 
 #define MAX_FRAMES      1024 /* frames in one message; more is dropped */

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "kernel/client/connfile.h"
-#include "kernel/fsutil.h"
+#include "kernel/util/fsutil.h"
 #include "protocol/errbuf.h"
 
 /* out = a followed by b; -ENAMETOOLONG when it does not fit. */

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 #include "protocol/errbuf.h"
 
 #define EXIT_GRACE_S 5.0 /* a kernel's time to exit on request, as jupyter_client's */

@@ -29,8 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/base64.h"
-#include "kernel/monotime.h"
+#include "kernel/util/base64.h"
+#include "kernel/util/monotime.h"
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
 #include "kernel/client/instance.h"

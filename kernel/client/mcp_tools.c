@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 #include "kernel/client/outcome.h"
 #include "protocol/errbuf.h"
 #include "protocol/utf8.h"

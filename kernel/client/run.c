@@ -25,13 +25,13 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 #include "kernel/client/client.h"
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/outcome.h"
 #include "kernel/client/textcut.h"
-#include "kernel/fsutil.h"
+#include "kernel/util/fsutil.h"
 #include "sandbox/tfile.h"
 
 #define READY_TIMEOUT_S   30.0

@@ -17,7 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "kernel/prefault.h"
+#include "kernel/mem/prefault.h"
 
 static uint32_t get_u32(const unsigned char *p)
 {

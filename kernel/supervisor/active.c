@@ -32,7 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 #include "kernel/supervisor/active_html.h"
 
 #define ACTIVE_NOTE                                                                      \

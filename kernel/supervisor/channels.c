@@ -14,8 +14,8 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 
 #define MAX_FRAMES  1024 /* frames in one ZeroMQ message */
 #define DRAIN_BATCH 256  /* messages read from one socket per event */

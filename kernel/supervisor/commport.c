@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 
 #define ACCEPT_BATCH   64  /* connections accepted per event */
 #define WARN_EVERY_S   1.0 /* at most one warning a second; the rest are counted */

@@ -1,5 +1,5 @@
 /* commport: the communication port of a kernel started by Jupyter Enterprise
- * Gateway (kernel/gateway.h), served by the supervisor's loop. The gateway
+ * Gateway (kernel/cmd/launcher.h), served by the supervisor's loop. The gateway
  * connects, writes one JSON object and closes: {"signum": N} or
  * {"shutdown": 1}. Nothing is written back: that the connection is accepted is
  * the answer to a liveness poll ({"signum": 0}), and once the kernel shuts

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/handlers.h"
 #include "kernel/supervisor/outbox.h"
 #include "kernel/supervisor/shells.h"

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/fsutil.h"
+#include "kernel/util/fsutil.h"
 #include "sandbox/tfile.h"
 
 #define FONT_CACHE_MAX     (2u << 20)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kernel/link/link.h"
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/version.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"

@@ -49,9 +49,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/fsutil.h"
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/fsutil.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/supervisor/history_glob.h"
 #include "kernel/supervisor/history_thread.h"
 #include "protocol/errbuf.h"

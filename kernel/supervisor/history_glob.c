@@ -17,7 +17,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 #include "protocol/errbuf.h"
 
 #define CLOCK_EVERY 4096 /* steps between two looks at the clock */

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 #include "kernel/supervisor/history_glob.h"
 #include "protocol/errbuf.h"
 

@@ -39,7 +39,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/history_glob.h"
 #include "protocol/errbuf.h"
 

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/supervisor/kernel.h"
 #include "kernel/supervisor/loop.h"
 #include "sandbox/tfile.h"

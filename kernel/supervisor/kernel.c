@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/fsutil.h"
-#include "kernel/log.h"
+#include "kernel/util/fsutil.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
 #include "sandbox/home.h"

@@ -45,7 +45,7 @@
 #include <string.h>
 
 #include "kernel/link/frames.h"
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
 #include "kernel/supervisor/sizes.h"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/loop.h"
 
 /* The shortest and longest wait between two looks at the worker's CPU time. */

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 
 #define MAX_WAIT_MS 3600000 /* an hour: poll takes an int of milliseconds */
 

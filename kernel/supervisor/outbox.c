@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 
 static void send_iopub(struct kernel *k, struct msg *m, const char *msg_type)
 {

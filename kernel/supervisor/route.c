@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "kernel/link/frames.h"
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/active.h"
 #include "kernel/supervisor/handlers.h"
 #include "kernel/supervisor/limits.h"

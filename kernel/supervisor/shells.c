@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "kernel/link/frames.h"
-#include "kernel/loadpages.h"
-#include "kernel/log.h"
+#include "kernel/mem/loadpages.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"

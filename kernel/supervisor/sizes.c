@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 
 size_t sizes_json(const json_t *v)
 {

@@ -25,7 +25,7 @@
  * a SIGINT or SIGCHLD is one more event in the loop. Everything the worker
  * does that could go wrong (dying, hanging, flooding) is an event here,
  * answered with an error on the request that was running. A kernel started by
- * Jupyter Enterprise Gateway (kernel/gateway.c) reports its ports once they are
+ * Jupyter Enterprise Gateway (kernel/cmd/launcher.c) reports its ports once they are
  * bound, and serves the gateway's communication port (commport.c) in the loop. */
 #include "kernel/supervisor/supervisor.h"
 
@@ -44,8 +44,8 @@
 #include <zmq.h>
 
 #include "kernel/link/frames.h"
-#include "kernel/log.h"
-#include "kernel/prefault.h"
+#include "kernel/util/log.h"
+#include "kernel/mem/prefault.h"
 #include "kernel/supervisor/channels.h"
 #include "kernel/supervisor/child.h"
 #include "kernel/supervisor/commport.h"
@@ -84,7 +84,7 @@ struct supervisor {
     struct kernel k;
     char *tmpdir;              /* the private temporary folder we made; removed at exit */
     pid_t parent_pid;          /* the process that started the kernel */
-    struct gateway *gateway;   /* borrowed; NULL unless started by Enterprise Gateway */
+    struct launcher *gateway;  /* borrowed; NULL unless started by Enterprise Gateway */
     struct commport *commport; /* the gateway's communication port */
     struct idle idle;          /* --idle-timeout, and the activity file */
 };
@@ -429,11 +429,11 @@ static int register_events(struct supervisor *s)
 static int open_gateway(struct supervisor *s)
 {
     const struct commport_events ev = {s, on_gateway_interrupt, on_gateway_stop};
-    int fd = gateway_take_listener(s->gateway);
+    int fd = launcher_take_listener(s->gateway);
     if (!(s->commport = commport_new(s->loop, &fd, &ev)))
         return -ENOMEM;
     char err[512];
-    int rc = gateway_report(s->gateway, err, sizeof err);
+    int rc = launcher_report(s->gateway, err, sizeof err);
     if (rc)
         log_error("%s", err);
     else
@@ -442,7 +442,8 @@ static int open_gateway(struct supervisor *s)
     return rc;
 }
 
-static int supervisor_init(struct supervisor *s, struct options *opts, struct gateway *gw)
+static int supervisor_init(struct supervisor *s, struct options *opts,
+                           struct launcher *gw)
 {
     memset(s, 0, sizeof *s);
     /* Large blocks (a chart on its way, the worker's frames and the messages made
@@ -558,7 +559,7 @@ static void supervisor_release(struct supervisor *s)
     free(s->tmpdir);
 }
 
-int supervisor_run(struct options *opts, struct gateway *gw)
+int supervisor_run(struct options *opts, struct launcher *gw)
 {
     struct supervisor s;
     int rc = supervisor_init(&s, opts, gw);

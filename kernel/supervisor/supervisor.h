@@ -3,7 +3,7 @@
 #ifndef SANDPIT_SUPERVISOR_H
 #define SANDPIT_SUPERVISOR_H
 
-#include "kernel/gateway.h"
+#include "kernel/cmd/launcher.h"
 #include "kernel/options.h"
 
 /* Runs the kernel until a shutdown request or SIGTERM; returns the exit status.
@@ -11,6 +11,6 @@
  * kernel was started by Enterprise Gateway (else NULL), is borrowed: once the
  * ports are bound the kernel reports to the gateway and serves its
  * communication port (the listener is taken from gw). */
-int supervisor_run(struct options *opts, struct gateway *gw);
+int supervisor_run(struct options *opts, struct launcher *gw);
 
 #endif

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "kernel/link/spawn.h"
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/preexec.h"
 

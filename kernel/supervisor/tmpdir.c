@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/tfile.h"
 

@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 
 static struct log_limit limit = {
     .what = "lines from the worker",

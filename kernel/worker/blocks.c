@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel/prefault.h"
+#include "kernel/mem/prefault.h"
 
 #define MAGIC 0x73616e6470697462ULL
 

@@ -35,8 +35,8 @@
 #include <unistd.h>
 
 #include "kernel/link/frames.h"
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/worker/uplink.h"
 #include "protocol/utf8.h"
 

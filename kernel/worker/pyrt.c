@@ -26,10 +26,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 #include "kernel/embedded.h"
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/worker/arenas.h"
 #include "kernel/worker/blocks.h"
 #include "kernel/worker/pump.h"

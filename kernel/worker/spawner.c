@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "kernel/link/spawn.h"
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/worker/pyrt.h"
 
 #define REPARENT_WAIT_NS 100000L /* between two looks at who the parent is */

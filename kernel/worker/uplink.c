@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "kernel/link/frames.h"
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 
 static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t recv_mu = PTHREAD_MUTEX_INITIALIZER;

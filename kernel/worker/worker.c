@@ -28,14 +28,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/fsutil.h"
+#include "kernel/util/fsutil.h"
 #include "kernel/link/frames.h"
 #include "kernel/link/spawn.h"
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/options.h"
-#include "kernel/loadpages.h"
-#include "kernel/prefault.h"
+#include "kernel/mem/loadpages.h"
+#include "kernel/mem/prefault.h"
 #include "kernel/worker/arenas.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"

@@ -40,7 +40,7 @@
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
 #include "kernel/client/launch.h"
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 
 #define TIMEOUT_S    120.0
 #define RECONNECT_MS 2

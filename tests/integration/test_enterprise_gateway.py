@@ -50,7 +50,7 @@ from sandpit_testing import SANDPIT, Kernel, private_base
 LIMIT = 30
 DISTRIBUTED = "enterprise_gateway.services.processproxies.distributed.DistributedProcessProxy"
 KUBERNETES = "enterprise_gateway.services.processproxies.k8s.KubernetesProcessProxy"
-GATEWAY_OPTIONS = ["--RemoteProcessProxy.kernel-id", "{kernel_id}",
+LAUNCHER_OPTIONS = ["--RemoteProcessProxy.kernel-id", "{kernel_id}",
                    "--RemoteProcessProxy.response-address", "{response_address}",
                    "--RemoteProcessProxy.public-key", "{public_key}",
                    "--RemoteProcessProxy.port-range", "{port_range}"]
@@ -392,7 +392,7 @@ def test_the_kernelspecs_name_the_process_proxies_and_placeholders(jupyter_dir):
     _, dist = install(jupyter_dir, "--enterprise-gateway", "distributed", "--memory", "512")
     assert dist["metadata"]["process_proxy"] == {"class_name": DISTRIBUTED}
     assert dist["argv"][:2] == [SANDPIT, "kernel"]
-    assert dist["argv"][2:10] == GATEWAY_OPTIONS
+    assert dist["argv"][2:10] == LAUNCHER_OPTIONS
     assert dist["argv"][10:] == ["--memory", "512"]
     assert "{connection_file}" not in dist["argv"]
 
@@ -401,7 +401,7 @@ def test_the_kernelspecs_name_the_process_proxies_and_placeholders(jupyter_dir):
     assert proxy["class_name"] == KUBERNETES
     assert proxy["config"] == {"image_name": "sandpit:latest"}
     assert k8s["argv"] == ["python", "{resource_dir}/scripts/launch_kubernetes.py",
-                           *GATEWAY_OPTIONS]
+                           *LAUNCHER_OPTIONS]
     assert os.path.isfile(os.path.join(folder, "scripts", "kernel-pod.yaml.j2"))
     _, named = install(jupyter_dir, "--enterprise-gateway", "kubernetes",
                        "--image", "registry.example/sandpit:1.0")

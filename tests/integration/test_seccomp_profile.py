@@ -255,7 +255,7 @@ def test_the_pod_template_and_the_docs_name_the_profile(jupyter_dir):
                      r"profiles/sandpit\.json\n", pod), pod
     assert "kernelspec/seccomp/sandpit.json" in pod
     texts = {}
-    for path in ("docs/scale.md", "README.md", "Containerfile", "kernel/gateway_spec.c"):
+    for path in ("docs/scale.md", "README.md", "Containerfile", "kernel/cmd/launcher_spec.c"):
         with open(os.path.join(ROOT, path)) as f:
             texts[path] = f.read()
     for path, text in texts.items():

@@ -70,21 +70,21 @@ ALLOWED = [
     # `sandpit install` / `gateway-spec` / `uninstall`, run by the user, never
     # by a worker; no worker can write there (the data folder's kernels/ is
     # read-only to it: sandbox/home.c).
-    ("kernel/install.c", "fopen", "fopen(path, \"wb\")", "kernelspec, user's command"),
-    ("kernel/gateway_spec.c", "fopen", "fopen(path, \"w\")", "kernelspec, user's command"),
-    ("kernel/kernelspecs.c", "rmdir", "rmdir(dir)", "kernelspec, user's command"),
+    ("kernel/cmd/install.c", "fopen", "fopen(path, \"wb\")", "kernelspec, user's command"),
+    ("kernel/cmd/launcher_spec.c", "fopen", "fopen(path, \"w\")", "kernelspec, user's command"),
+    ("kernel/cmd/kernelspecs.c", "rmdir", "rmdir(dir)", "kernelspec, user's command"),
     # mkdir -p of a folder the user chose, or of the user's own folders
     # (Jupyter's data and runtime folders, the cache's parent); where a
     # worker-writable folder is involved, callers use tfile_mkdir.
-    ("kernel/fsutil.c", "mkdir", "mkdir(buf, mode)", "user-chosen or the user's folders"),
+    ("kernel/util/fsutil.c", "mkdir", "mkdir(buf, mode)", "user-chosen or the user's folders"),
     # The per-user folder of private folders (kernel/supervisor/tmpdir.c), made
     # and checked by tfile_private_dir: no worker can replace it (it is a mount
     # point in every worker's namespace, covered).
     ("kernel/supervisor/tmpdir.c", "mkdirat", "mkdirat(base, name, 0700)",
      "in the per-user folder's descriptor, hidden from workers"),
     # The gateway's private folder, in the per-user folder: hidden from workers.
-    ("kernel/gateway.c", "unlink", "unlink(", "the gateway's private folder"),
-    ("kernel/gateway.c", "rmdir", "rmdir(g->private_dir)", "the gateway's private folder"),
+    ("kernel/cmd/launcher.c", "unlink", "unlink(", "the gateway's private folder"),
+    ("kernel/cmd/launcher.c", "rmdir", "rmdir(g->private_dir)", "the gateway's private folder"),
     # The history database, in Jupyter's data folder, hidden from workers
     # (the history's own module keeps it so).
     ("kernel/supervisor/history.c", "chmod", "chmod(path, 0600)", "the history's folder"),

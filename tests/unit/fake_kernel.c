@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/dispatch.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/route.h"

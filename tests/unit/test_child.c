@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 #include "kernel/supervisor/child.h"
 #include "kernel/supervisor/loop.h"
 #include "testing.h"

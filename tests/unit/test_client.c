@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 #include "kernel/client/connfile.h"
 #include "kernel/client/instance.h"
 #include "kernel/client/jsonrpc.h"

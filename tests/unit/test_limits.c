@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fake_kernel.h"
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "kernel/supervisor/limits.h"
 #include "testing.h"
 

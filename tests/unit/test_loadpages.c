@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/loadpages.h"
+#include "kernel/mem/loadpages.h"
 #include "testing.h"
 
 struct segment {

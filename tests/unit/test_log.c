@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 #include "testing.h"
 
 /* What was logged to f since it was opened (new, caller frees). */

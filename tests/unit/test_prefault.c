@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernel/prefault.h"
+#include "kernel/mem/prefault.h"
 #include "testing.h"
 
 /* The last byte that libpython's writable segment takes from the file: past

@@ -1,6 +1,6 @@
-/* gateway_user: the workspace per user of the gateway, and the log's context
- * (see gateway_user.h). */
-#include "kernel/gateway_user.h"
+/* userdir: the workspace per user of the gateway, and the log's context
+ * (see userdir.h). */
+#include "kernel/util/userdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,17 +10,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/install.h"
-#include "kernel/log.h"
+#include "kernel/cmd/install.h"
+#include "kernel/util/log.h"
 #include "kernel/options.h"
 #include "protocol/errbuf.h"
 #include "sandbox/tfile.h"
 
-#define PLACEHOLDER_LEN (sizeof GATEWAY_USER_PLACEHOLDER - 1)
+#define PLACEHOLDER_LEN (sizeof USERDIR_PLACEHOLDER - 1)
 
-bool gateway_user_valid(const char *name)
+bool userdir_valid(const char *name)
 {
-    /* A kernelspec's characters and length (GATEWAY_USER_MAX is the same 64),
+    /* A kernelspec's characters and length (USERDIR_MAX is the same 64),
      * and no leading dot: no ".", "..", nor a hidden folder. */
     return name && name[0] != '.' && install_valid_name(name);
 }
@@ -30,7 +30,7 @@ bool gateway_user_valid(const char *name)
 static void quotable(const char *name, char *buf, size_t len)
 {
     size_t i = 0;
-    for (; name[i] && i + 1 < len && i < GATEWAY_USER_MAX; i++)
+    for (; name[i] && i + 1 < len && i < USERDIR_MAX; i++)
         buf[i] = (name[i] > 0x20 && name[i] < 0x7f) ? name[i] : '?';
     buf[i] = 0;
 }
@@ -39,12 +39,12 @@ static void quotable(const char *name, char *buf, size_t len)
  * otherwise. */
 static const char *find_placeholder(const char *ws, char *err, size_t errlen)
 {
-    const char *p = strstr(ws, GATEWAY_USER_PLACEHOLDER);
+    const char *p = strstr(ws, USERDIR_PLACEHOLDER);
     const char *end = p + PLACEHOLDER_LEN;
     if ((p != ws && p[-1] != '/') || (*end && *end != '/') ||
-        strstr(end, GATEWAY_USER_PLACEHOLDER)) {
+        strstr(end, USERDIR_PLACEHOLDER)) {
         errbuf_set(-EINVAL, err, errlen,
-                   "--workspace %s: " GATEWAY_USER_PLACEHOLDER
+                   "--workspace %s: " USERDIR_PLACEHOLDER
                    " must be a whole folder of the path, once",
                    ws);
         return NULL;
@@ -79,11 +79,11 @@ static int make_user_folder(const char *parent, const char *rel, char *err, size
     return 0;
 }
 
-int gateway_user_workspace(const char *ws, const char *username, char **out, char *err,
-                           size_t errlen)
+int userdir_workspace(const char *ws, const char *username, char **out, char *err,
+                      size_t errlen)
 {
     *out = NULL;
-    if (!ws || !strstr(ws, GATEWAY_USER_PLACEHOLDER))
+    if (!ws || !strstr(ws, USERDIR_PLACEHOLDER))
         return 0;
     const char *p = find_placeholder(ws, err, errlen);
     if (!p)
@@ -93,14 +93,14 @@ int gateway_user_workspace(const char *ws, const char *username, char **out, cha
                           "--workspace %s names the gateway's user, but KERNEL_USERNAME "
                           "is not set",
                           ws);
-    if (!gateway_user_valid(username)) {
-        char shown[GATEWAY_USER_MAX + 1];
+    if (!userdir_valid(username)) {
+        char shown[USERDIR_MAX + 1];
         quotable(username, shown, sizeof shown);
         return errbuf_set(-EINVAL, err, errlen,
                           "the user name \"%s\" (KERNEL_USERNAME) cannot name a "
                           "workspace: it may hold only letters, digits, '.', '_' and "
                           "'-', not start with '.', and have at most %d",
-                          shown, GATEWAY_USER_MAX);
+                          shown, USERDIR_MAX);
     }
     size_t head = (size_t)(p - ws);
     /* The folder before the placeholder: "/" for "/{username}", "." for a
@@ -127,28 +127,26 @@ int gateway_user_workspace(const char *ws, const char *username, char **out, cha
     return rc;
 }
 
-void gateway_user_log_context(const char *kernel_id, const char *username, char *buf,
-                              size_t len)
+void userdir_log_context(const char *kernel_id, const char *username, char *buf,
+                         size_t len)
 {
-    if (gateway_user_valid(username))
+    if (userdir_valid(username))
         snprintf(buf, len, "kernel_id=%s user=%s", kernel_id, username);
     else
         snprintf(buf, len, "kernel_id=%s", kernel_id);
 }
 
-void gateway_user_log_start(const char *kernel_id)
+void userdir_log_start(const char *kernel_id)
 {
     char context[160];
-    gateway_user_log_context(kernel_id, getenv("KERNEL_USERNAME"), context,
-                             sizeof context);
+    userdir_log_context(kernel_id, getenv("KERNEL_USERNAME"), context, sizeof context);
     log_set_context(context);
 }
 
-int gateway_user_apply(struct options *o, char *err, size_t errlen)
+int userdir_apply(struct options *o, char *err, size_t errlen)
 {
     char *ws = NULL;
-    int rc =
-        gateway_user_workspace(o->workspace, getenv("KERNEL_USERNAME"), &ws, err, errlen);
+    int rc = userdir_workspace(o->workspace, getenv("KERNEL_USERNAME"), &ws, err, errlen);
     if (rc || !ws)
         return rc;
     free(o->workspace);

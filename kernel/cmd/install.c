@@ -8,7 +8,7 @@
  * starts in the notebook's folder, not in this one. The kernel's options
  * (limits, sandbox, network) are written into argv, so a kernelspec is a
  * complete description of how its kernels run. */
-#include "kernel/install.h"
+#include "kernel/cmd/install.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "kernel/embedded.h"
-#include "kernel/fsutil.h"
-#include "kernel/gateway_spec.h"
+#include "kernel/util/fsutil.h"
+#include "kernel/cmd/launcher_spec.h"
 #include "kernel/options.h"
 #include "kernel/supervisor/respawn.h"
 
@@ -39,7 +39,7 @@ static void usage(FILE *f)
            "--enterprise-gateway, the kernelspec is for Jupyter Enterprise Gateway's\n"
            "DistributedProcessProxy (kernels on hosts reached over SSH) or\n"
            "KubernetesProcessProxy (kernels in pods of the image NAME, "
-           "default " GATEWAY_SPEC_DEFAULT_IMAGE ").\n\n"
+           "default " LAUNCHER_SPEC_DEFAULT_IMAGE ").\n\n"
            "kernel options (written into the kernelspec's argv):\n");
     options_usage(f);
 }
@@ -192,7 +192,7 @@ int install_main(int argc, char **argv)
                 o.workspace);
         goto out;
     }
-    if ((gateway && !gateway_spec_known(gateway)) || (image && !gateway)) {
+    if ((gateway && !launcher_spec_known(gateway)) || (image && !gateway)) {
         fprintf(stderr, "sandpit install: --enterprise-gateway takes distributed or "
                         "kubernetes (--image goes with kubernetes)\n");
         goto out;
@@ -254,7 +254,7 @@ int install_main(int argc, char **argv)
                              "display_name", display, "language", "python",
                              "interrupt_mode", interrupt_mode, "metadata", "debugger", 0);
     if (spec && gateway &&
-        (rc = gateway_spec_apply(spec, gateway, image, dir, err, sizeof err))) {
+        (rc = launcher_spec_apply(spec, gateway, image, dir, err, sizeof err))) {
         fprintf(stderr, "sandpit install: %s\n", err);
         json_decref(spec);
         goto out;

@@ -12,7 +12,7 @@ enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 /* Sets the process's role ("kernel", "worker"), threshold and output fd. */
 void log_init(const char *role, enum log_level level, int fd);
 /* What every line names after its level, with the date (UTC, ISO 8601) before
- * it: the gateway's kernel id and user (gateway_user.h). NULL or "": none,
+ * it: the gateway's kernel id and user (userdir.h). NULL or "": none,
  * and the time alone. */
 void log_set_context(const char *context);
 /* Parses "error", "warning", "info", "debug"; -EINVAL for anything else. */

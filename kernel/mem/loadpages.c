@@ -1,5 +1,5 @@
 /* loadpages: see loadpages.h. */
-#include "kernel/loadpages.h"
+#include "kernel/mem/loadpages.h"
 
 #include <elf.h>
 #include <link.h>

@@ -1,4 +1,4 @@
-/* gateway_spec: kernelspecs for Enterprise Gateway's process proxies.
+/* launcher_spec: kernelspecs for Enterprise Gateway's process proxies.
  *
  * The gateway fills in {kernel_id}, {response_address}, {public_key} and
  * {port_range} in argv (its RemoteKernelManager.format_kernel_cmd, after
@@ -11,7 +11,7 @@
  * PUBLIC_KEY and PORT_RANGE as environment variables; Kubernetes puts those
  * into the container's args where they are written $(NAME). So for Kubernetes
  * the kernel's options go into the template, not into argv. */
-#include "kernel/gateway_spec.h"
+#include "kernel/cmd/launcher_spec.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel/fsutil.h"
+#include "kernel/util/fsutil.h"
 #include "protocol/errbuf.h"
 
 /* The gateway's options and its placeholders, in the order its own
@@ -130,7 +130,7 @@ static const char pod_tail[] =
     "    {% endfor %}\n"
     "  {% endif %}\n";
 
-bool gateway_spec_known(const char *kind)
+bool launcher_spec_known(const char *kind)
 {
     return strcmp(kind, "distributed") == 0 || strcmp(kind, "kubernetes") == 0;
 }
@@ -139,7 +139,7 @@ bool gateway_spec_known(const char *kind)
  * are), kept out of Jinja's reach: an option's value may hold "{{". */
 static char *pod_command(const json_t *local_argv)
 {
-    json_t *cmd = json_pack("[s]", GATEWAY_SPEC_POD_BINARY),
+    json_t *cmd = json_pack("[s]", LAUNCHER_SPEC_POD_BINARY),
            *args = json_pack("[s]", "kernel");
     char *cmd_text = NULL, *args_text = NULL, *out = NULL;
     for (size_t i = 0; args && i < NGATEWAY_ARGS; i++) {
@@ -193,8 +193,8 @@ static int write_pod_template(const char *dir, const json_t *local_argv, char *e
     return 0;
 }
 
-int gateway_spec_apply(json_t *spec, const char *kind, const char *image, const char *dir,
-                       char *err, size_t errlen)
+int launcher_spec_apply(json_t *spec, const char *kind, const char *image,
+                        const char *dir, char *err, size_t errlen)
 {
     json_t *local = json_object_get(spec, "argv");
     json_t *meta = json_object_get(spec, "metadata");
@@ -213,7 +213,7 @@ int gateway_spec_apply(json_t *spec, const char *kind, const char *image, const 
     json_t *argv = json_array();
     json_t *proxy =
         json_pack("{s:s}", "class_name",
-                  k8s ? GATEWAY_SPEC_KUBERNETES_CLASS : GATEWAY_SPEC_DISTRIBUTED_CLASS);
+                  k8s ? LAUNCHER_SPEC_KUBERNETES_CLASS : LAUNCHER_SPEC_DISTRIBUTED_CLASS);
     if (!argv || !proxy) {
         json_decref(argv);
         json_decref(proxy);
@@ -223,9 +223,9 @@ int gateway_spec_apply(json_t *spec, const char *kind, const char *image, const 
         json_array_append_new(argv, json_string("python"));
         json_array_append_new(argv,
                               json_string("{resource_dir}/scripts/launch_kubernetes.py"));
-        json_object_set_new(
-            proxy, "config",
-            json_pack("{s:s}", "image_name", image ? image : GATEWAY_SPEC_DEFAULT_IMAGE));
+        json_object_set_new(proxy, "config",
+                            json_pack("{s:s}", "image_name",
+                                      image ? image : LAUNCHER_SPEC_DEFAULT_IMAGE));
     } else {
         json_array_append(argv, json_array_get(local, 0)); /* the binary */
         json_array_append_new(argv, json_string("kernel"));

@@ -1,7 +1,7 @@
 /* monotime: CLOCK_MONOTONIC as a double. A double holds nanoseconds exactly
  * for over a hundred days of uptime and microseconds for centuries, which is
  * all the precision a time limit or a 20 ms window needs. */
-#include "kernel/monotime.h"
+#include "kernel/util/monotime.h"
 
 #include <time.h>
 

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/gateway.h"
+#include "kernel/cmd/launcher.h"
 #include "kernel/supervisor/commport.h"
 #include "kernel/supervisor/loop.h"
 #include "protocol/seal.h"
@@ -224,10 +224,10 @@ static void test_the_gateway_options_are_taken_out_of_argv(void)
                     "512",
                     NULL};
     int argc = 14;
-    struct gateway g;
-    gateway_init(&g);
+    struct launcher g;
+    launcher_init(&g);
     char err[256] = "";
-    REQUIRE(gateway_take_options(&g, &argc, argv, err, sizeof err) == 0);
+    REQUIRE(launcher_take_options(&g, &argc, argv, err, sizeof err) == 0);
     CHECK(g.enabled);
     CHECK_INT(argc, 5);
     CHECK_STR(argv[1], "--timeout");
@@ -239,15 +239,15 @@ static void test_the_gateway_options_are_taken_out_of_argv(void)
     CHECK_STR(g.response_address, "10.0.0.1:8877");
     CHECK_STR(g.public_key, "KEY");
     CHECK_STR(g.port_range, "40000..41000");
-    gateway_release(&g);
+    launcher_release(&g);
 
     /* Without them: nothing changes. */
     char *plain[] = {"kernel", "-f", "c.json", NULL};
     argc = 3;
-    REQUIRE(gateway_take_options(&g, &argc, plain, err, sizeof err) == 0);
+    REQUIRE(launcher_take_options(&g, &argc, plain, err, sizeof err) == 0);
     CHECK(!g.enabled);
     CHECK_INT(argc, 3);
-    gateway_release(&g);
+    launcher_release(&g);
 }
 
 static void test_spark_modes_other_than_none_are_refused(void)
@@ -255,69 +255,69 @@ static void test_spark_modes_other_than_none_are_refused(void)
     char *argv[] = {"kernel", "--RemoteProcessProxy.spark-context-initialization-mode",
                     "lazy", NULL};
     int argc = 3;
-    struct gateway g;
-    gateway_init(&g);
+    struct launcher g;
+    launcher_init(&g);
     char err[256] = "";
-    CHECK_INT(gateway_take_options(&g, &argc, argv, err, sizeof err), -EINVAL);
+    CHECK_INT(launcher_take_options(&g, &argc, argv, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "takes only none") != NULL);
     CHECK(strstr(err, "\"lazy\"") != NULL);
-    gateway_release(&g);
+    launcher_release(&g);
 
     char *no_value[] = {"kernel", "--RemoteProcessProxy.kernel-id", NULL};
     argc = 2;
-    CHECK_INT(gateway_take_options(&g, &argc, no_value, err, sizeof err), -EINVAL);
+    CHECK_INT(launcher_take_options(&g, &argc, no_value, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "needs a value") != NULL);
-    gateway_release(&g);
+    launcher_release(&g);
 }
 
 static void test_port_ranges(void)
 {
     int lo = -1, hi = -1;
     char err[256];
-    CHECK_INT(gateway_parse_port_range("0..0", &lo, &hi, err, sizeof err), 0);
+    CHECK_INT(launcher_parse_port_range("0..0", &lo, &hi, err, sizeof err), 0);
     CHECK(lo == 0 && hi == 0);
-    CHECK_INT(gateway_parse_port_range("40000..40005", &lo, &hi, err, sizeof err), 0);
+    CHECK_INT(launcher_parse_port_range("40000..40005", &lo, &hi, err, sizeof err), 0);
     CHECK(lo == 40000 && hi == 40005);
     /* As the gateway reads it, a range of size 0 is no range. */
-    CHECK_INT(gateway_parse_port_range("7000..7000", &lo, &hi, err, sizeof err), 0);
+    CHECK_INT(launcher_parse_port_range("7000..7000", &lo, &hi, err, sizeof err), 0);
     CHECK(lo == 0 && hi == 0);
-    CHECK_INT(gateway_parse_port_range("40000..40004", &lo, &hi, err, sizeof err),
+    CHECK_INT(launcher_parse_port_range("40000..40004", &lo, &hi, err, sizeof err),
               -EINVAL);
     CHECK(strstr(err, "fewer than the 6 ports") != NULL);
     static const char *const bad[] = {"",         "40000", "41000..40000", "a..b",
                                       "1..70000", "-1..5", "10..20x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK_INT(gateway_parse_port_range(bad[i], &lo, &hi, err, sizeof err), -EINVAL);
+        CHECK_INT(launcher_parse_port_range(bad[i], &lo, &hi, err, sizeof err), -EINVAL);
 }
 
 static void test_check_names_what_is_missing_or_wrong(void)
 {
     EVP_PKEY *priv = EVP_RSA_gen(1024);
     char *pub = public_text(priv), err[256] = "";
-    struct gateway g;
-    gateway_init(&g);
+    struct launcher g;
+    launcher_init(&g);
     g.enabled = true;
     g.kernel_id = strdup("k-1");
     g.public_key = strdup(pub);
-    CHECK_INT(gateway_check(&g, err, sizeof err), -EINVAL);
+    CHECK_INT(launcher_check(&g, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "--RemoteProcessProxy.response-address") != NULL);
     g.response_address = strdup("nowhere");
-    CHECK_INT(gateway_check(&g, err, sizeof err), -EINVAL);
+    CHECK_INT(launcher_check(&g, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "is not HOST:PORT") != NULL);
     free(g.response_address);
     g.response_address = strdup("[::1]:9000");
-    CHECK_INT(gateway_check(&g, err, sizeof err), 0);
+    CHECK_INT(launcher_check(&g, err, sizeof err), 0);
     free(g.kernel_id);
     g.kernel_id = strdup("../../etc/x");
-    CHECK_INT(gateway_check(&g, err, sizeof err), -EINVAL);
+    CHECK_INT(launcher_check(&g, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "kernel id") != NULL);
     free(g.kernel_id);
     g.kernel_id = strdup("k-1");
     free(g.public_key);
     g.public_key = strdup("bm90IGEga2V5");
-    CHECK_INT(gateway_check(&g, err, sizeof err), -EINVAL);
+    CHECK_INT(launcher_check(&g, err, sizeof err), -EINVAL);
     CHECK(strstr(err, "public key") != NULL);
-    gateway_release(&g);
+    launcher_release(&g);
     free(pub);
     EVP_PKEY_free(priv);
 }
@@ -335,19 +335,19 @@ static void use_tmpdir(void)
 }
 
 /* A gateway ready to prepare: a fresh key pair (the private half in *priv). */
-static void make_gateway(struct gateway *g, EVP_PKEY **priv, const char *address,
+static void make_gateway(struct launcher *g, EVP_PKEY **priv, const char *address,
                          const char *range)
 {
     *priv = EVP_RSA_gen(1024);
     REQUIRE(*priv != NULL);
-    gateway_init(g);
+    launcher_init(g);
     g->enabled = true;
     g->kernel_id = strdup("0b5e6f3c-kernel");
     g->response_address = strdup(address);
     g->public_key = public_text(*priv);
     g->port_range = range ? strdup(range) : NULL;
     char err[256] = "";
-    if (gateway_check(g, err, sizeof err))
+    if (launcher_check(g, err, sizeof err))
         fprintf(stderr, "    %s\n", err);
     REQUIRE(g->key != NULL);
 }
@@ -366,11 +366,11 @@ static void test_ports_are_picked_in_the_range_and_the_file_is_private(void)
     char range[32];
     snprintf(range, sizeof range, "%d..%d", low, low + 39);
 
-    struct gateway g;
+    struct launcher g;
     EVP_PKEY *priv;
     make_gateway(&g, &priv, "127.0.0.1:9", range);
     char err[256] = "";
-    int rc = gateway_prepare(&g, err, sizeof err);
+    int rc = launcher_prepare(&g, err, sizeof err);
     if (rc)
         fprintf(stderr, "    %s\n", err);
     REQUIRE(rc == 0);
@@ -416,7 +416,7 @@ static void test_ports_are_picked_in_the_range_and_the_file_is_private(void)
     json_decref(file);
 
     char *path = strdup(g.connection_file), *dir = strdup(g.private_dir);
-    gateway_release(&g);
+    launcher_release(&g);
     CHECK(access(path, F_OK) != 0); /* removed with the gateway, */
     CHECK(access(dir, F_OK) != 0);  /* and so is its folder */
     free(path);
@@ -443,14 +443,14 @@ static void test_the_report_reaches_the_response_address(void)
     int port, srv = listen_local(&port);
     char address[32];
     snprintf(address, sizeof address, "127.0.0.1:%d", port);
-    struct gateway g;
+    struct launcher g;
     EVP_PKEY *priv;
     make_gateway(&g, &priv, address, NULL);
     char err[256] = "";
-    REQUIRE(gateway_prepare(&g, err, sizeof err) == 0);
+    REQUIRE(launcher_prepare(&g, err, sizeof err) == 0);
     /* The payload fits in the socket's buffers: the report completes before the
      * test accepts it. */
-    int rc = gateway_report(&g, err, sizeof err);
+    int rc = launcher_report(&g, err, sizeof err);
     if (rc)
         fprintf(stderr, "    %s\n", err);
     REQUIRE(rc == 0);
@@ -483,7 +483,7 @@ static void test_the_report_reaches_the_response_address(void)
     free(text);
     close(conn);
     close(srv);
-    gateway_release(&g);
+    launcher_release(&g);
     EVP_PKEY_free(priv);
 }
 
@@ -494,15 +494,15 @@ static void test_an_unreachable_response_address_is_an_error(void)
     close(srv); /* nobody listens there now */
     char address[32];
     snprintf(address, sizeof address, "127.0.0.1:%d", port);
-    struct gateway g;
+    struct launcher g;
     EVP_PKEY *priv;
     make_gateway(&g, &priv, address, NULL);
     char err[256] = "";
-    REQUIRE(gateway_prepare(&g, err, sizeof err) == 0);
-    CHECK_INT(gateway_report(&g, err, sizeof err), -ECONNREFUSED);
+    REQUIRE(launcher_prepare(&g, err, sizeof err) == 0);
+    CHECK_INT(launcher_report(&g, err, sizeof err), -ECONNREFUSED);
     CHECK(strstr(err, address) != NULL);
     CHECK(strstr(err, "Connection refused") != NULL);
-    gateway_release(&g);
+    launcher_release(&g);
     EVP_PKEY_free(priv);
 }
 

@@ -1,5 +1,5 @@
 /* prefault: see prefault.h. */
-#include "kernel/prefault.h"
+#include "kernel/mem/prefault.h"
 
 #include <errno.h>
 #include <link.h>

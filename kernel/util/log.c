@@ -5,7 +5,7 @@
  * bounded here too (struct log_limit): a kernel's log is a file on the user's
  * disk, which no cell's --max-file counts, so a cell that could write to it
  * without a bound could fill the disk. */
-#include "kernel/log.h"
+#include "kernel/util/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * may not be written (/home) can answer EACCES rather than EEXIST, so only the
  * last folder decides the result; when it fails for want of a parent, the
  * error that kept the parent from being made is the one reported. */
-#include "kernel/fsutil.h"
+#include "kernel/util/fsutil.h"
 #include "sandbox/tfile.h"
 
 #include <errno.h>

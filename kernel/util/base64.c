@@ -3,7 +3,7 @@
  * What the kernel sends is trusted no more than anything else from a socket:
  * any character outside the alphabet, or a '=' anywhere but at the end, is an
  * error return, never a partial image written as if it were whole. */
-#include "kernel/base64.h"
+#include "kernel/util/base64.h"
 
 #include <errno.h>
 #include <pthread.h>

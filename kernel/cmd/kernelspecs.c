@@ -7,7 +7,7 @@
  * binary called sandpit (or this very one) with "kernel": only those are
  * listed, and only those are removed, so that uninstall never deletes another
  * kernel's folder. */
-#include "kernel/kernelspecs.h"
+#include "kernel/cmd/kernelspecs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/fsutil.h"
-#include "kernel/install.h"
+#include "kernel/util/fsutil.h"
+#include "kernel/cmd/install.h"
 
 #define SEARCH_MAX 64 /* folders of Jupyter's path looked in */
 

@@ -1,4 +1,4 @@
-/* gateway: the launch handshake with Jupyter Enterprise Gateway.
+/* launcher: the launch handshake with Jupyter Enterprise Gateway.
  *
  * What the gateway expects was read from its own code: its kernelspecs pass
  * --RemoteProcessProxy.kernel-id, -response-address, -public-key and
@@ -12,7 +12,7 @@
  * out only after the supervisor has bound the five ports (the launcher sends
  * it first and lets the kernel bind later), so a port taken in between stops
  * the kernel before the gateway is told to connect to it. */
-#include "kernel/gateway.h"
+#include "kernel/cmd/launcher.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "kernel/client/connfile.h"
-#include "kernel/log.h"
-#include "kernel/monotime.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
 #include "kernel/supervisor/tmpdir.h"
 #include "protocol/errbuf.h"
 #include "protocol/seal.h"
@@ -57,13 +57,13 @@ static const char *const gw_names[GW_NOPTS] = {
     [GW_SPARK] = "spark-context-initialization-mode",
 };
 
-void gateway_init(struct gateway *g)
+void launcher_init(struct launcher *g)
 {
     memset(g, 0, sizeof *g);
     g->comm_fd = -1;
 }
 
-void gateway_release(struct gateway *g)
+void launcher_release(struct launcher *g)
 {
     if (g->comm_fd >= 0)
         close(g->comm_fd);
@@ -78,7 +78,7 @@ void gateway_release(struct gateway *g)
     free(g->public_key);
     free(g->port_range);
     seal_key_free(g->key);
-    gateway_init(g);
+    launcher_init(g);
 }
 
 /* Which of the gateway's options a is (its value, when given with '=', in *value);
@@ -109,8 +109,8 @@ static int set_string(char **field, const char *v)
     return *field ? 0 : -ENOMEM;
 }
 
-int gateway_take_options(struct gateway *g, int *argc, char **argv, char *err,
-                         size_t errlen)
+int launcher_take_options(struct launcher *g, int *argc, char **argv, char *err,
+                          size_t errlen)
 {
     int kept = 1;
     for (int i = 1; i < *argc; i++) {
@@ -174,8 +174,8 @@ static bool parse_port(const char *s, const char *end, int *port)
     return true;
 }
 
-int gateway_parse_port_range(const char *text, int *low, int *high, char *err,
-                             size_t errlen)
+int launcher_parse_port_range(const char *text, int *low, int *high, char *err,
+                              size_t errlen)
 {
     const char *dots = text ? strstr(text, "..") : NULL;
     if (!dots || !parse_port(text, dots, low) ||
@@ -230,15 +230,15 @@ static bool valid_kernel_id(const char *id)
     return true;
 }
 
-int gateway_check(struct gateway *g, char *err, size_t errlen)
+int launcher_check(struct launcher *g, char *err, size_t errlen)
 {
     static const struct {
         enum gw_opt opt;
         size_t offset;
     } required[] = {
-        {GW_KERNEL_ID, offsetof(struct gateway, kernel_id)},
-        {GW_RESPONSE, offsetof(struct gateway, response_address)},
-        {GW_PUBLIC_KEY, offsetof(struct gateway, public_key)},
+        {GW_KERNEL_ID, offsetof(struct launcher, kernel_id)},
+        {GW_RESPONSE, offsetof(struct launcher, response_address)},
+        {GW_PUBLIC_KEY, offsetof(struct launcher, public_key)},
     };
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!*(char **)((char *)g + required[i].offset))
@@ -258,8 +258,8 @@ int gateway_check(struct gateway *g, char *err, size_t errlen)
                           "the response address \"%s\" is not HOST:PORT",
                           g->response_address);
     int rc;
-    if (g->port_range && (rc = gateway_parse_port_range(g->port_range, &g->port_low,
-                                                        &g->port_high, err, errlen)))
+    if (g->port_range && (rc = launcher_parse_port_range(g->port_range, &g->port_low,
+                                                         &g->port_high, err, errlen)))
         return rc;
     seal_key_free(g->key);
     g->key = NULL;
@@ -296,7 +296,7 @@ static int bind_free(int low, int high, int *port)
     return -EADDRINUSE;
 }
 
-static int pick_ports(struct gateway *g, char *err, size_t errlen)
+static int pick_ports(struct launcher *g, char *err, size_t errlen)
 {
     int fds[NPORTS], ports[NPORTS], n = 0, rc = 0;
     for (; n < NPORTS; n++)
@@ -324,7 +324,7 @@ static int pick_ports(struct gateway *g, char *err, size_t errlen)
     return 0;
 }
 
-int gateway_prepare(struct gateway *g, char *err, size_t errlen)
+int launcher_prepare(struct launcher *g, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     int rc = tmpdir_make_private("gateway", &g->private_dir);
@@ -349,7 +349,7 @@ int gateway_prepare(struct gateway *g, char *err, size_t errlen)
     return 0;
 }
 
-int gateway_take_listener(struct gateway *g)
+int launcher_take_listener(struct launcher *g)
 {
     int fd = g->comm_fd;
     g->comm_fd = -1;
@@ -358,7 +358,7 @@ int gateway_take_listener(struct gateway *g)
 
 /* The connection info the gateway reads: the file's fields and ours. The
  * text is new (caller wipes and frees). */
-static char *connection_info(const struct gateway *g, char *err, size_t errlen)
+static char *connection_info(const struct launcher *g, char *err, size_t errlen)
 {
     json_error_t je;
     json_t *info = json_load_file(g->connection_file, 0, &je);
@@ -458,7 +458,7 @@ static int send_all(int fd, const char *data, size_t len, double deadline)
     return 0;
 }
 
-int gateway_report(struct gateway *g, char *err, size_t errlen)
+int launcher_report(struct launcher *g, char *err, size_t errlen)
 {
     char host[256];
     int port = 0, rc, fd = -1;
@@ -471,7 +471,7 @@ int gateway_report(struct gateway *g, char *err, size_t errlen)
     if (!payload)
         return -EIO;
     split_address(g->response_address, host, sizeof host, &port);
-    double deadline = monotime_now() + GATEWAY_REPORT_TIMEOUT_S;
+    double deadline = monotime_now() + LAUNCHER_REPORT_TIMEOUT_S;
     if ((fd = connect_to(host, port, deadline)) < 0) {
         rc = errbuf_set(fd, err, errlen,
                         "cannot reach the gateway's response address %s to report the "
@@ -496,7 +496,7 @@ out:
     return rc;
 }
 
-void gateway_log_unreported(const struct gateway *g)
+void launcher_log_unreported(const struct launcher *g)
 {
     log_error("the kernel ended before it reported to the gateway at %s: the gateway, "
               "which takes no failure from a kernel launcher, shows a launch timeout "
