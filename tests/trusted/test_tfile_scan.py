@@ -51,7 +51,7 @@ ALLOWED = [
     ("kernel/client/launch.c", "open", "open(\"/dev/null\"", "/dev/null"),
     ("kernel/supervisor/child.c", "open", "open(\"/dev/null\"", "/dev/null"),
     ("kernel/supervisor/template.c", "open", "open(\"/dev/null\"", "/dev/null"),
-    ("kernel/supervisor/child.c", "open", "open(path, O_RDONLY", "/proc/<pid>/stat"),
+    ("kernel/supervisor/proc_stat.c", "open", "open(path, O_RDONLY", "/proc/<pid>/stat"),
     ("kernel/client/status_all.c", "open", "open(path, O_RDONLY", "/proc/<pid>/cmdline"),
     ("sandbox/sandbox.c", "opendir", "opendir(\"/proc/self/task\")", "/proc"),
     ("sandbox/namespaces.c", "open", "open(path, O_WRONLY", "/proc/self/{uid,gid}_map, setgroups"),
