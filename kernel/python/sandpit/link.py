@@ -59,10 +59,13 @@ REPLY = "reply"
 INPUT_REQUEST = "input_request"
 HISTORY = "history"
 
+# The worker's C code sends one more kind itself: its log lines once cells run
+# (kernel/worker/worker.c); this runtime logs through _sandpit.log, which sends them.
+LOG = "log"
+
 INCOMING = (REQUEST, INTERRUPT, SUBSHELL, INPUT_REPLY, HISTORY_REPLY)
 OUTGOING = (HELLO, IOPUB, REPLY, INPUT_REQUEST, HISTORY)
-# The worker's C code sends one more kind, "log" (its log lines once cells run,
-# kernel/worker/worker.c); this runtime logs through _sandpit.log, which sends it.
+SENT_BY_C = (LOG,)
 # What the supervisor lets a worker publish on iopub (kernel/link/frames.c).
 IOPUB_TYPES = ("stream", "display_data", "update_display_data", "execute_result", "error",
                "clear_output", "comm_open", "comm_msg", "comm_close")

@@ -1,0 +1,97 @@
+"""The runtime's mirror of the link's schema against the C side itself, read
+from the sources: the kinds of frame of kernel/link/frames.h (their wire names
+in frames.c, which way each goes), the iopub types, subshell operations and
+interrupt reasons that frames.c accepts, and the requests that
+kernel/supervisor/dispatch.c queues for the worker (the NULL entries of its
+table) against the runtime's handlers. Each name of link.py is compared with
+the C side, not with a literal of its own, so that a kind added or renamed on
+one side alone fails here."""
+
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "kernel", "python", "sandpit")
+sys.path.insert(0, os.path.dirname(PACKAGE))
+
+from sandpit import handlers, link  # noqa: E402
+
+
+def c_source(*parts):
+    """A C file of the tree without its comments."""
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+
+
+def c_block(source, opening, what):
+    """The text between the braces that follow opening (a regular expression)."""
+    m = re.search(opening + r"\s*\{(.*?)\n\}", source, re.S)
+    assert m, "%s not found: the pattern of this test no longer matches the C" % what
+    return m.group(1)
+
+
+def c_kinds():
+    """[(enumerator, wire name)] of frames.h's enum link_kind, in its order, and
+    the first enumerator that the worker sends (link_kind_from_worker)."""
+    enum = c_block(c_source("kernel", "link", "frames.h"), r"enum link_kind", "enum link_kind")
+    order = [name.strip() for name in enum.split(",") if name.strip()]
+    assert order[-1] == "LINK_KINDS"
+    order = order[:-1]
+    frames = c_source("kernel", "link", "frames.c")
+    table = c_block(frames, r"kind_names\[LINK_KINDS\]\s*=", "kind_names")
+    names = dict(re.findall(r"\[(LINK_\w+)\]\s*=\s*\"(\w+)\"", table))
+    assert sorted(names) == sorted(order)
+    first = re.search(r"link_kind_from_worker\(enum link_kind kind\)\s*\{[^}]*"
+                      r"kind >= (LINK_\w+)", frames)
+    assert first, "link_kind_from_worker not found"
+    return [(e, names[e]) for e in order], first.group(1)
+
+
+def test_each_kind_of_frames_h_is_in_link_py_by_its_name():
+    kinds, _ = c_kinds()
+    # LINK_INPUT_REPLY is link.INPUT_REPLY, and its value the wire name
+    assert {e[len("LINK_"):]: getattr(link, e[len("LINK_"):], None) for e, _ in kinds} == \
+        {e[len("LINK_"):]: name for e, name in kinds}
+
+
+def test_the_kinds_go_the_way_frames_h_says():
+    kinds, first_from_worker = c_kinds()
+    enums = [e for e, _ in kinds]
+    split = enums.index(first_from_worker)
+    names = [name for _, name in kinds]
+    assert link.INCOMING == tuple(names[:split])
+    # The runtime sends every kind the worker sends but the log, which the
+    # worker's C code sends for it (link.SENT_BY_C).
+    assert link.OUTGOING + link.SENT_BY_C == tuple(names[split:])
+    assert sorted(link._REQUIRED) == sorted(link.INCOMING)
+
+
+def test_the_iopub_types_are_those_of_frames_c():
+    table = c_block(c_source("kernel", "link", "frames.c"), r"iopub_types\[\]\s*=",
+                    "iopub_types")
+    assert link.IOPUB_TYPES == tuple(re.findall(r"\"(\w+)\"", table))
+
+
+@pytest.mark.parametrize("parser, field, python", [
+    ("link_subshell_parse", "op", "SUBSHELL_OPS"),
+    ("link_interrupt_parse", "reason", "INTERRUPT_REASONS"),
+])
+def test_the_values_a_field_may_take_are_those_of_frames_c(parser, field, python):
+    body = c_block(c_source("kernel", "link", "frames.c"),
+                   r"int %s\([^)]*\)" % parser, parser)
+    accepted = set(re.findall(r"strcmp\(%s, \"(\w+)\"\)" % field, body))
+    assert accepted, "no strcmp of %s in %s" % (field, parser)
+    assert sorted(getattr(link, python)) == sorted(accepted)
+
+
+def test_each_request_queued_for_the_worker_has_a_handler():
+    table = c_block(c_source("kernel", "supervisor", "dispatch.c"),
+                    r"static const struct handler handlers\[\]\s*=", "dispatch.c's handlers")
+    entries = re.findall(r"\{\s*\"(\w+)\"\s*,\s*(\w+)\s*\}", table)
+    assert entries, "no entries found in dispatch.c's table"
+    to_worker = {name for name, fn in entries if fn == "NULL"}
+    assert to_worker
+    assert sorted(handlers.HANDLERS) == sorted(to_worker)
