@@ -243,3 +243,81 @@ def test_what_stays_in_the_json():
     # only iopub frames have raw text
     reply = link.reply("", "m", {"status": "ok", "text": "x" * link.RAW_MIN})
     assert link._take_raw(reply) == (reply, [], [])
+
+
+# --- _sandpit, the worker's C module: link.py alone uses it --------------------------
+
+
+def _sandpit_uses(source):
+    """Where a module's source reaches _sandpit: by importing it (from anywhere),
+    as an attribute of a module it imports (link._sandpit), or by its name as
+    a string (sys.modules["_sandpit"], importlib.import_module("_sandpit")).
+    A marker attribute named _sandpit on a function of the module's own (as
+    guard.py and request.py set) is not one."""
+    tree = ast.parse(source)
+    modules = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                modules.add(a.asname or a.name.split(".")[0])
+                if a.name.split(".")[0] == "_sandpit":
+                    found.append((node.lineno, "import " + a.name))
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                modules.add(a.asname or a.name)
+            if node.module and node.module.split(".")[0] == "_sandpit" or \
+                    any(a.name == "_sandpit" for a in node.names):
+                found.append((node.lineno, "from %s import" % node.module))
+    allowed = set()  # the attribute names of getattr(own_object, "_sandpit")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2:
+            owner, name = node.args[0], node.args[1]
+            if not (isinstance(owner, ast.Name) and owner.id in modules):
+                allowed.add(id(name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "_sandpit" and \
+                not (isinstance(node.value, ast.Name) and node.value.id not in modules):
+            found.append((node.lineno, "._sandpit"))
+        elif isinstance(node, ast.Constant) and node.value in ("_sandpit", b"_sandpit") \
+                and id(node) not in allowed:
+            found.append((node.lineno, repr(node.value)))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("source", [
+    "import _sandpit",
+    "import _sandpit as s",
+    "from _sandpit import write",
+    "from .link import _sandpit",
+    "from sandpit.link import _sandpit",
+    "from . import link\nlink._sandpit.write(1, 'x')",
+    "import sandpit.link\nsandpit.link._sandpit.write(1, 'x')",
+    "import sys\nsys.modules.get('_sandpit')",
+    "import sys\nsys.modules['_sandpit'].log(1, 'x')",
+    "import importlib\nimportlib.import_module('_sandpit')",
+    "__import__('_sandpit')",
+    "from . import link\ngetattr(link, '_sandpit')",
+    "from . import link\nvars(link)['_sandpit']",
+])
+def test_a_use_of_sandpit_is_seen(source):
+    assert _sandpit_uses(source)
+
+
+def test_a_marker_named_sandpit_on_a_function_is_not_a_use():
+    assert _sandpit_uses("def f():\n    pass\nf._sandpit = True\n"
+                         "getattr(f, '_sandpit', False)\nf._sandpit_reworded = 1") == []
+
+
+def test_only_link_uses_sandpit():
+    used = {}
+    for name in sorted(os.listdir(PACKAGE)):
+        if name.endswith(".py") and name != "link.py":
+            with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+                found = _sandpit_uses(f.read())
+            if found:
+                used[name] = found
+    assert used == {}
+    with open(os.path.join(PACKAGE, "link.py"), encoding="utf-8") as f:
+        assert "import _sandpit" in [what for _, what in _sandpit_uses(f.read())]

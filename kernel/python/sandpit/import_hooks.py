@@ -71,8 +71,9 @@ def patch_ipython_display(module):
     and its base64 encoder (Image's, Video's) by the worker's, which gives the
     same bytes three times as fast."""
     from . import display
+    from . import link
     b2a = module.__dict__.get("b2a_base64")
-    fast = getattr(sys.modules.get("_sandpit"), "b2a_base64", None)
+    fast = link.b2a_base64_in_c
     if fast is not None and b2a is getattr(sys.modules.get("binascii"), "b2a_base64", 0):
         module.__dict__["b2a_base64"] = fast
     for name in _DISPLAY_NAMES:

@@ -17,11 +17,18 @@ runtime that names them:
 parse() checks what comes in and raises FrameError for anything else; a
 builder per kind makes what goes out. history() asks the supervisor for the
 history and waits for its answer, which the reader thread hands over with
-history_reply_received(). This module is also the only one that
-calls _sandpit, the C module the worker's embedding gives Python (frames,
-the output pump, the log, base64). Outside a worker (the runtime's unit tests) there
-is no _sandpit: set_sink() then captures what would be sent, and output goes
-to file descriptors 1 and 2 themselves.
+history_reply_received().
+
+This module is the only one of the runtime that imports _sandpit, the C
+module the worker's embedding gives Python (kernel/worker/pyrt.c: frames, the
+output pump, the log, base64), or reaches it in any other way: the others use
+what this one gives, its functions and, for the two that must be the C
+functions themselves, pump_write (the streams' common case, sandpit.streams)
+and b2a_base64_in_c (IPython's images, sandpit.import_hooks), with
+stream_setup() for the streams' writes in C. tests/runtime/test_link.py
+fails if another module names _sandpit. Outside a worker (the runtime's unit
+tests) there is no _sandpit: set_sink() then captures what would be sent,
+and output goes to file descriptors 1 and 2 themselves.
 """
 
 import itertools
@@ -35,6 +42,23 @@ try:
     import _sandpit
 except ImportError:  # not inside a worker
     _sandpit = None
+
+# The C functions themselves, for the hot paths of other modules (None outside
+# a worker): the pump's write(fd, text, tag), and binascii.b2a_base64's equal
+# (the same bytes, three times as fast).
+pump_write = getattr(_sandpit, "write", None)
+b2a_base64_in_c = getattr(_sandpit, "b2a_base64", None)
+
+
+def stream_setup(capture, current, fallback):
+    """Gives the worker's stream writes in C (kernel/worker/pyrt.c) what they
+    look at: the context variables of the capture target and of the current
+    request, and the write for what they leave to Python. Returns {fd: that
+    write in C} for fds 1 and 2; {} outside a worker."""
+    if _sandpit is None:
+        return {}
+    _sandpit.stream_setup(capture, current, fallback)
+    return {1: _sandpit.stdout_write, 2: _sandpit.stderr_write}
 
 
 def b64encode(data):

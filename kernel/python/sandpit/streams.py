@@ -37,7 +37,7 @@ class StdinNotImplementedError(NotImplementedError):
 # and the pump (link.write without its layer; None outside a worker).
 _current = request._current
 _capture = request._capture
-_send = link._sandpit.write if link._sandpit is not None else None
+_send = link.pump_write
 
 
 def _write(fd, data):
@@ -52,10 +52,7 @@ def _write(fd, data):
 # In the worker, what OutStream.write does, in C (kernel/worker/pyrt.c): each
 # stream's instance holds it as its write, which print() finds before the
 # method, and which hands a captured write to _write as the method does.
-_writes_in_c = {}
-if link._sandpit is not None:
-    link._sandpit.stream_setup(_capture, _current, _write)
-    _writes_in_c = {1: link._sandpit.stdout_write, 2: link._sandpit.stderr_write}
+_writes_in_c = link.stream_setup(_capture, _current, _write)
 
 
 class _BinaryWriter(io.RawIOBase):
