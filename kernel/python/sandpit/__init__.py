@@ -16,7 +16,8 @@ docstring names its layer; tests/runtime/test_layers.py checks the code
 against this table.
 
     layer                 module        its job
-    1 link and streams    link          the frames to and from the supervisor
+    1 link and streams    options       the kernel's options (SANDPIT_*), read once
+                          link          the frames to and from the supervisor
                           request       one request's state, in its thread's context
                           streams       sys.stdout, sys.stderr, input(), getpass()
     2 execution           guard         what the sandbox refuses, in clear words

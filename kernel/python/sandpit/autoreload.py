@@ -41,7 +41,8 @@ _hooked = None     # the shell whose events call us
 
 
 def _workspace():
-    return os.path.realpath(os.environ.get("SANDPIT_WORKSPACE") or os.getcwd())
+    from . import options
+    return os.path.realpath(options.workspace())
 
 
 def _source(name, module):

@@ -21,22 +21,22 @@ what it draws, as ipykernel's inline backend does:
   whether it changed.
 
 The format and dpi come from the kernel's options --figure-format and --dpi,
-passed to the worker as SANDPIT_FIGURE_FORMAT and SANDPIT_DPI; configure()
+which the runtime reads from sandpit.options; configure()
 changes them for the rest of the session. Nothing here imports matplotlib
 unless the cell already did: show_open_figures() returns at once when the
 backend has never been loaded.
 """
 
-import os
 import sys
 import weakref
 
 from . import link
+from . import options
 
 BACKEND = "module://sandpit.mpl_backend"
 FIGURE_FORMATS = ("png", "retina", "svg")
 
-_settings = None  # {"format": ..., "dpi": ...}, read from the environment on first use
+_settings = None  # {"format": ..., "dpi": ...}, from sandpit.options on first use
 _published = weakref.WeakSet()  # figures published and not changed since (unless stale)
 _rc_applied = False
 
@@ -45,12 +45,13 @@ def settings():
     """The figure format ("png", "retina" or "svg") and dpi (None: matplotlib's)."""
     global _settings
     if _settings is None:
-        fmt = os.environ.get("SANDPIT_FIGURE_FORMAT", "").strip().lower() or "png"
+        fmt = options.FIGURE_FORMAT
         if fmt not in FIGURE_FORMATS:
-            link.log("warning", "unknown figure format %r: using png" % (fmt,))
-            fmt = "png"
+            link.log("warning", "unknown figure format %r: using %s"
+                     % (fmt, options.FIGURE_FORMAT_DEFAULT))
+            fmt = options.FIGURE_FORMAT_DEFAULT
         dpi = None
-        raw = os.environ.get("SANDPIT_DPI", "").strip()
+        raw = options.DPI
         if raw:
             try:
                 dpi = float(raw)

@@ -36,6 +36,8 @@ import os
 import sys
 import threading
 
+from . import options
+
 _PROGRAMS = ("starting programs is disabled in this kernel's sandbox (no shell, no "
              "subprocess, no os.exec*)")
 _PROCESSES = ("new processes are disabled in this kernel's sandbox (threads work: try "
@@ -90,9 +92,8 @@ def explain(exc):
     so (reword()); returns a note to add for what a message cannot hold, or None. The
     PermissionError of a refused shared mapping is worded in place instead (its
     strerror), so that its message itself says why."""
-    env = os.environ
     reword(exc)
-    if isinstance(exc, ModuleNotFoundError) and env.get("SANDPIT_SANDBOX", "on") == "on":
+    if isinstance(exc, ModuleNotFoundError) and options.SANDBOX:
         unreadable = _unreadable_path_entries()
         if unreadable:
             return ("sandpit: %s on sys.path cannot be read in this kernel's sandbox, and "
@@ -106,10 +107,10 @@ def explain(exc):
         # The message itself, not only a note: agents read evalue.
         exc.strerror = _SHARED_MEMORY
         return None
-    if exc.errno == errno.EFBIG and env.get("SANDPIT_MAX_FILE_MIB", "0") != "0":
+    if exc.errno == errno.EFBIG and options.MAX_FILE_MIB != "0":
         return ("sandpit: files are limited to %s MiB in this kernel (--max-file)"
-                % env["SANDPIT_MAX_FILE_MIB"])
-    if env.get("SANDPIT_SANDBOX", "on") != "on":
+                % options.MAX_FILE_MIB)
+    if not options.SANDBOX:
         return None
     if exc.errno == errno.EPERM and not exc.filename:
         return ("sandpit: this kernel's sandbox refused a system call: no new processes "
@@ -143,15 +144,14 @@ def reword(exc):
     """Says in exc's own message why the sandbox or a limit refused it: a
     file outside the workspace, a MemoryError at the --memory limit. Returns
     True when it did. The error keeps its type, errno and filename."""
-    env = os.environ
     if isinstance(exc, MemoryError):
-        limit = env.get("SANDPIT_MEMORY_MIB", "0")
+        limit = options.MEMORY_MIB
         if limit != "0" and not exc.args:
             exc.args = ("the worker could not get more memory within this kernel's limit "
                         "of %s MiB (--memory)" % limit,)
             return True
         return False
-    if (not isinstance(exc, OSError) or env.get("SANDPIT_SANDBOX", "on") != "on"
+    if (not isinstance(exc, OSError) or not options.SANDBOX
             or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS)
             or exc.filename is None or getattr(exc, "_sandpit_reworded", False)):
         return False
@@ -159,8 +159,8 @@ def reword(exc):
         path = os.path.abspath(os.fsdecode(exc.filename))
     except (TypeError, ValueError):
         return False
-    workspace = env.get("SANDPIT_WORKSPACE") or os.getcwd()
-    tmp = env.get("TMPDIR", "")
+    workspace = options.workspace()
+    tmp = os.environ.get("TMPDIR", "")
     if _inside(path, tmp):
         return False
     writing = exc.errno == errno.EROFS or _writing(path)
@@ -244,7 +244,7 @@ def guard_semaphores(synchronize):
     PermissionError that a new process gets."""
     cls = synchronize.SemLock
     init = cls.__init__
-    if getattr(init, "_sandpit", False) or os.environ.get("SANDPIT_SANDBOX", "on") != "on":
+    if getattr(init, "_sandpit", False) or not options.SANDBOX:
         return
 
     def __init__(self, *args, **kwargs):
@@ -337,8 +337,8 @@ _EVENTS = frozenset((
 
 
 def install(user_ns):
-    """Adds the hook when the sandbox is on (the worker sets SANDPIT_SANDBOX
-    and SANDPIT_NETWORK from the kernel's options)."""
-    if os.environ.get("SANDPIT_SANDBOX", "on") != "on":
+    """Adds the hook when the sandbox is on (the kernel's --sandbox and
+    --network, from sandpit.options)."""
+    if not options.SANDBOX:
         return
-    sys.addaudithook(_make_hook(os.environ.get("SANDPIT_NETWORK", "off") == "on"))
+    sys.addaudithook(_make_hook(options.NETWORK))

@@ -153,7 +153,8 @@ def _no_processor():
 
 def patch_platform(module):
     processor = getattr(module, "_Processor", None)
-    if processor is not None and os.environ.get("SANDPIT_SANDBOX", "on") == "on":
+    from . import options
+    if processor is not None and options.SANDBOX:
         setattr(processor, "get_" + sys.platform, _no_processor)
 
 

@@ -11,17 +11,14 @@ importing it. Generators a cell makes itself (`numpy.random.default_rng()`,
 `random.Random()`) are the cell's to seed.
 """
 
-import os
 import sys
+
+from . import options
 
 
 def seed():
     """The kernel's seed (an int), or None without --seed."""
-    value = os.environ.get("SANDPIT_SEED")
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
+    return options.SEED
 
 
 def seed_numpy(module):
