@@ -221,7 +221,9 @@ static void set_environment(const struct options *o)
 {
     char path[4096];
     setenv("TMPDIR", o->tmpdir, 1);
-    /* What sandpit/guard.py explains when it refuses something. */
+    /* The options the Python runtime needs, which sandpit/options.py alone reads
+     * (tests/runtime/test_options.py holds the two sides together): what
+     * sandpit/guard.py explains when it refuses something, ... */
     setenv("SANDPIT_SANDBOX", o->sandbox ? "on" : "off", 1);
     setenv("SANDPIT_NETWORK", o->network ? "on" : "off", 1);
     setenv("SANDPIT_WORKSPACE", o->workspace, 1);
@@ -230,7 +232,7 @@ static void set_environment(const struct options *o)
     setenv("SANDPIT_MEMORY_MIB", limit, 1);
     snprintf(limit, sizeof limit, "%lu", o->max_file_mib);
     setenv("SANDPIT_MAX_FILE_MIB", limit, 1);
-    /* Options for the inline charts, read by sandpit/figures.py. */
+    /* ... the options of the inline charts (sandpit/figures.py) ... */
     if (o->figure_format)
         setenv("SANDPIT_FIGURE_FORMAT", o->figure_format, 1);
     if (o->dpi) {
@@ -238,7 +240,7 @@ static void set_environment(const struct options *o)
         snprintf(dpi, sizeof dpi, "%d", o->dpi);
         setenv("SANDPIT_DPI", dpi, 1);
     }
-    /* --seed, read by sandpit/seeding.py in each new worker. */
+    /* ... and --seed (sandpit/seeding.py, in each new worker). */
     if (o->seed)
         setenv("SANDPIT_SEED", o->seed, 1);
     /* Tools that cache under the home folder (jedi, fontconfig) cache here. */
