@@ -200,8 +200,7 @@ void respawn_start(struct respawn *w)
     w->stops = 0;
     char **argv = worker_argv(w->program, w->opts, &w->k->history);
     if (!w->env)
-        w->env = worker_env_preload(w->program,
-                                    worker_env_new(w->opts->sandbox, w->opts->pass_env));
+        w->env = worker_env_new(w->opts->sandbox, w->opts->pass_env, w->program);
     /* The template starts when a worker is first replaced (a restart, a crash),
      * beside the worker that replaces it, which is exec'd: a kernel that never
      * replaces its worker never pays for a template, in time or in memory, and

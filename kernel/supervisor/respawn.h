@@ -34,8 +34,7 @@ struct respawn {
     struct loop *loop;
     const struct options *opts;
     char *program;         /* the worker's program, or its library, beside ours (owned) */
-    char **env;            /* the environment workers get (see worker_env_new), with
-                              LD_PRELOAD naming that library where it is one */
+    char **env;            /* the environment workers get (worker_env_new) */
     int start_failures;    /* consecutive workers that died before saying hello */
     long long retry_timer; /* a delayed start; 0: none */
     long long hello_timer; /* the start-up deadline; 0: none */

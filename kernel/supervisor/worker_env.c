@@ -1,10 +1,13 @@
-/* worker_env: the environment a worker's process gets, built in one place.
+/* worker_env: the environment a worker's process gets, built by one function.
  *
- * Three steps, in this order: what of the kernel's own environment a worker may
- * see (with the sandbox on, only variables known to be harmless and those the
- * user names: a Jupyter server's environment can hold tokens and credentials);
- * where the worker is a library, LD_PRELOAD naming it alone (respawn.c, once per
- * kernel); and, for each process started, the note of its cgroup (child.c). */
+ * worker_env_new builds it, once per kernel (respawn.c), in two steps: what of
+ * the kernel's own environment a worker may see (with the sandbox on, only
+ * variables known to be harmless and those the user names: a Jupyter server's
+ * environment can hold tokens and credentials), then, where the worker is a
+ * library, LD_PRELOAD naming it alone. Each worker exec'd from it differs only
+ * by the note of its own cgroup, appended as it starts (worker_env_with_cgroup,
+ * child.c). What the worker then sets for its Python itself (SANDPIT_*, TMPDIR,
+ * ...) it sets from its command line (kernel/worker/worker.c). */
 #include "kernel/supervisor/worker_env.h"
 
 #include <stdio.h>
@@ -69,7 +72,9 @@ static bool env_kept(const char *entry, const char *extra)
     return false;
 }
 
-char **worker_env_new(bool sandbox, const char *pass_env)
+static char **with_preload(const char *program, char **env);
+
+char **worker_env_new(bool sandbox, const char *pass_env, const char *program)
 {
     extern char **environ;
     size_t n = 0;
@@ -88,7 +93,7 @@ char **worker_env_new(bool sandbox, const char *pass_env)
         }
         k++;
     }
-    return envp;
+    return with_preload(program, envp);
 }
 
 void worker_env_free(char **envp)
@@ -129,11 +134,11 @@ void worker_env_free_with(char **e)
     free(e);
 }
 
-/* The environment a worker gets: env as worker_env_new made it, with, where
- * the worker is a library, LD_PRELOAD naming it alone (one the kernel was given
- * does not reach the worker). The worker takes it out of its own environment
- * as it starts. NULL when out of memory; env is taken over either way. */
-char **worker_env_preload(const char *program, char **env)
+/* env with, where the worker is a library, LD_PRELOAD naming it alone (one the
+ * kernel was given does not reach the worker). The worker takes it out of its
+ * own environment as it starts. NULL when out of memory; env is taken over
+ * either way. */
+static char **with_preload(const char *program, char **env)
 {
 #ifdef SANDPIT_WORKER_PYTHON
     if (!env)
