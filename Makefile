@@ -43,12 +43,12 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(BUIL
               -DSANDPIT_PY_SHORT='"$(PY_SHORT)"' \
               -DSANDPIT_PYTHON='"$(PYTHON)"' -MMD -MP
 LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
-# The worker is linked with CPython's static library where there is one (Debian's
-# python3 itself is), as a program that is not position-independent: no
-# libpython.so to load and relocate before main (about 5 ms and 300 page faults
-# on a virtual machine), and a data segment that nothing writes before Python
-# starts. It exports CPython's symbols, for the extension modules it loads.
-# Elsewhere it links libpython.so, as sandpit's tests do.
+# The worker's own program, sandpit-worker (kernel/worker_main.c), which is the
+# worker under the sanitizers only (below), is linked with CPython's static
+# library where there is one, as Debian's python3 itself is: a program that is
+# not position-independent, with no libpython.so to load and relocate before
+# main, and that exports CPython's symbols for the extension modules it loads.
+# Elsewhere it links libpython.so, as sandpit's unit tests do.
 PY_LIBPL     := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("LIBPL"))' 2>/dev/null)
 PY_STATIC    := $(wildcard $(PY_LIBPL)/libpython$(PY_SHORT).a)
 PY_STATIC_LIBS := -no-pie -Wl$(comma)--export-dynamic -Wl$(comma)--whole-archive $(PY_STATIC) \
@@ -56,12 +56,16 @@ PY_STATIC_LIBS := -no-pie -Wl$(comma)--export-dynamic -Wl$(comma)--whole-archive
 WORKER_LIBS  := $(PKG_LIBS) -lpthread \
                 $(if $(PY_STATIC),$(PY_STATIC_LIBS),$(PY_LIBS))
 # That program is the worker under the sanitizers only (an instrumented library
-# cannot be loaded into a program that is not). Otherwise the worker is a
-# library, sandpit-worker.so, that the supervisor has Python's own program run
-# with (LD_PRELOAD; kernel/worker_preload.c): CPython's code (2.6 MB) is then
-# shared with every other Python on the machine rather than the worker's alone.
-# The program is the one this Python runs, by its real path: the headers and
-# the ABI that sandpit is compiled for.
+# cannot be loaded into a program that is not). Otherwise, and so in every
+# build but theirs, the worker is a library, sandpit-worker.so, that the
+# supervisor has Python's own program run with (LD_PRELOAD;
+# kernel/worker_preload.c): CPython's code (2.6 MB) is then shared with every
+# other Python on the machine rather than the worker's alone. The library links
+# no CPython, static or shared: its calls go to the program's own (Debian's
+# python3 has CPython linked in and exports it; a python3 built with
+# libpython.so loads it, and the worker uses that one). The program is the one
+# this Python runs, by its real path: the headers and the ABI that sandpit is
+# compiled for.
 PY_PROGRAM   := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
 WORKER_PYTHON := $(if $(SANITIZE),,$(PY_PROGRAM))
 ALL_CFLAGS   += $(if $(WORKER_PYTHON),-DSANDPIT_WORKER_PYTHON='"$(WORKER_PYTHON)"')
