@@ -1,7 +1,12 @@
-/* pyrt: the embedded CPython of the worker. The only part of the supervisor's
- * binary that includes Python.h; it exposes the built-in module _sandpit (the
- * link, the output pump) to the Python runtime in kernel/python/sandpit/,
- * which does the per-cell work. No Python object crosses this header. */
+/* pyrt: CPython in the worker, behind a header that no Python object crosses:
+ * the rest of the worker's C calls Python through it and does not include
+ * Python.h. It is part of the worker alone (sandpit-worker.so, which Python's
+ * own program runs preloaded, or under the sanitizers the program
+ * sandpit-worker): the supervisor's binary, sandpit, links none of
+ * kernel/worker/ and loads no CPython. It exposes the built-in module _sandpit
+ * (the link, the output pump) to the Python runtime in kernel/python/sandpit/,
+ * which does the per-cell work and reaches _sandpit through sandpit.link
+ * alone. */
 #ifndef SANDPIT_PYRT_H
 #define SANDPIT_PYRT_H
 
