@@ -1,5 +1,15 @@
 /* respawn: keep a worker running.
  *
+ * What runs as the worker: Python's own program (SANDPIT_WORKER_PYTHON, the
+ * python3 that sandpit was built with) with the worker's library,
+ * sandpit-worker.so, preloaded (kernel/worker_preload.c); in the sanitizers'
+ * builds, the program sandpit-worker (kernel/worker_main.c). Either is
+ * installed beside sandpit. Its command line is the kernel's options
+ * (worker_argv) and its environment worker_env_new's, built once. The first
+ * worker is exec'd; when one is first replaced, the template starts beside its
+ * successor, and later workers are forked from it (template.c), the next one
+ * beforehand once the kernel is idle (start_spare; not with --preload).
+ *
  * A worker that dies while starting is most likely to die again (a broken
  * preload, a sandbox the machine refuses): after three in a row the next start
  * waits 1, 2, 4 ... up to 30 s, and meanwhile requests are answered at once
@@ -24,7 +34,8 @@
 
 int respawn_worker_program(char *out, size_t len, char *why, size_t whylen)
 {
-    /* The worker's program is installed beside this one (kernel/worker_main.c). */
+    /* The worker's library (or, in the sanitizers' builds, its program) is
+     * installed beside this program. */
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {

@@ -2,8 +2,9 @@
 
 A frame is one JSON object whose "type" names its kind, plus binary buffers
 (kernel/link/link.c frames them on the socketpair). The kinds are those of
-the C side (kernel/link/frames.c), and this module is the one place in the
-runtime that names them:
+the C side (kernel/link/frames.h; tests/runtime/test_link_schema.py compares
+each with it), and this module is the one place in the runtime that names
+them:
 
     supervisor to worker                  worker to supervisor
     request      a request to handle      hello          the worker is ready
@@ -12,7 +13,8 @@ runtime that names them:
     subshell     a subshell created or    input_request  input() asks the client
                  deleted                  history        a query of the history
     input_reply  the client's answer                     (the supervisor keeps it)
-    history_reply  the answer to a history
+    history_reply  the answer to a        log            a line for the log
+                   history                               (the worker's C sends it)
 
 parse() checks what comes in and raises FrameError for anything else; a
 builder per kind makes what goes out. history() asks the supervisor for the
