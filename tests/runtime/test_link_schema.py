@@ -96,3 +96,55 @@ def test_each_request_queued_for_the_worker_has_a_handler():
     to_worker = {name for name, fn in entries if fn == "NULL"}
     assert to_worker
     assert sorted(handlers.HANDLERS) == sorted(to_worker)
+
+
+def c_function(name):
+    """The body of one of frames.c's functions."""
+    return c_block(c_source("kernel", "link", "frames.c"), r"\b%s\([^)]*\)" % name, name)
+
+
+def c_fields_read(kind):
+    """(the fields link_<kind>_parse reads, those it requires) of frames.c."""
+    body = c_function("link_%s_parse" % kind)
+    read = set(re.findall(r"\b(?:str|object|boolean|number|integer)\(&c, \"(\w+)\"", body))
+    read |= set(re.findall(r"json_object_get\(obj, \"(\w+)\"\)", body))
+    required = set(re.findall(r"\b(?:str|object)\(&c, \"(\w+)\", true", body))
+    required |= set(re.findall(r"fail\(&c, \"no \\\"(\w+)\\\"\"\)", body))
+    return read, required
+
+
+# A frame of each kind that the runtime builds, with every field it may have.
+BUILT = {
+    link.IOPUB: link.iopub("stream", {"name": "stdout", "text": "x"}, parent="m",
+                           metadata={"a": 1}),
+    link.REPLY: link.reply("s1", "m", {"status": "ok"}, {"a": 1}),
+    link.INPUT_REQUEST: link.input_request("m", "Name? ", False),
+    link.HISTORY: link.history_query(1, {"hist_access_type": "tail"}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BUILT))
+def test_what_the_runtime_builds_is_what_frames_c_parses(kind):
+    read, required = c_fields_read(kind)
+    assert required, "no required field found in link_%s_parse" % kind
+    fields = set(BUILT[kind]) - {"type"}
+    assert fields <= read and required <= fields
+
+
+def test_the_runtime_builds_each_kind_it_sends_but_hello():
+    # hello is written by the worker's C code (kernel/worker/worker.c), and
+    # link.send_hello only passes it on
+    assert sorted(BUILT) == sorted(set(link.OUTGOING) - {link.HELLO})
+
+
+@pytest.mark.parametrize("kind", sorted(link._REQUIRED))
+def test_what_the_runtime_requires_is_what_frames_c_always_builds(kind):
+    body = c_function("link_%s_build" % kind)
+    added = set(re.findall(r"\badd(?:_string|_object)?\(o, \"(\w+)\"", body))
+    assert set(link._REQUIRED[kind]) <= added
+    # add_string and add_object leave a NULL field out: one that the runtime
+    # requires must be one without which the builder makes no frame
+    for field, member in re.findall(r"\badd_(?:string|object)\(o, \"(\w+)\", f->(\w+)\)",
+                                    body):
+        if field in link._REQUIRED[kind]:
+            assert re.search(r"if \([^)]*!f->%s\b[^)]*\)\s*return NULL;" % member, body), field
