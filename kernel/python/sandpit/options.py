@@ -20,7 +20,7 @@ import os
 
 _env = os.environ
 
-# --sandbox (on unless "off"): what sandpit.guard explains, the patches of
+# --sandbox (on when "on" or not said): what sandpit.guard explains, the patches of
 # sandpit.import_hooks.
 SANDBOX = _env.get("SANDPIT_SANDBOX", "on") == "on"
 # --network: what the audit hook lets through (sandpit.guard).
