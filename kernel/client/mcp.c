@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "kernel/util/base64.h"
+#include "kernel/util/flags.h"
 #include "kernel/util/monotime.h"
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
@@ -587,18 +588,19 @@ int mcp_main(int argc, char **argv, const char *version)
     m.version = version;
     options_init(&m.opts);
     launch_init(&m.kernel);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-    if (mcp_take_max_chars(&argc, argv, err, sizeof err) ||
-        lifecycle_parse_kernel_options(&m.opts, argc, argv, err, sizeof err)) {
+    int rc = mcp_take_max_chars(&argc, argv, err, sizeof err);
+    if (!rc)
+        rc = lifecycle_parse_kernel_options(&m.opts, "sandpit mcp", argc, argv, err,
+                                            sizeof err);
+    if (rc == FLAGS_HELP)
+        usage(stdout);
+    else if (rc)
         fprintf(stderr, "sandpit mcp: %s\n", err);
+    if (rc) {
+        status = rc == FLAGS_HELP ? 0 : 2;
         goto out;
     }
     const char *ws = m.opts.workspace ? m.opts.workspace : getcwd(cwd, sizeof cwd);
-    int rc;
     status = 1; /* the command line was right: what fails now is a failure */
     if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
         set_paths(&m, runtime)) {
