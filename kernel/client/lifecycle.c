@@ -116,6 +116,44 @@ static void print_log_tail(const char *cmd, const char *log)
     free(tail);
 }
 
+static void start_usage(void)
+{
+    printf("usage: sandpit start [--workspace DIR] [--profile default|agent] "
+           "[kernel options]\n\n"
+           "Starts a sandboxed kernel in the background for the workspace (by "
+           "default the\ncurrent folder) and prints the path of its connection "
+           "file. `sandpit run`,\n`sandpit status` and `sandpit stop` find it "
+           "from the same folder.\n\nkernel options:\n");
+    options_usage(stdout);
+}
+
+/* Writes the workspace's connection file and starts its kernel in the
+ * background, its state recorded. 0, or -errno (said on stderr). */
+static int start_kernel(struct instance *in, const struct options *o, struct launched *k)
+{
+    char err[1024] = "";
+    char **kargv = NULL;
+    int rc;
+    if ((rc = connfile_write_ipc(in->connection_file, err, sizeof err)) == 1)
+        fprintf(stderr, "sandpit start: the runtime folder's path is too long for ipc "
+                        "sockets: the kernel listens on TCP, 127.0.0.1, where any local "
+                        "process can reach it (set JUPYTER_RUNTIME_DIR to a shorter "
+                        "path)\n");
+    if (rc == 1)
+        rc = 0;
+    if (rc || !(kargv = lifecycle_kernel_argv(o, in->connection_file, in->workspace)) ||
+        (rc = launch_start(k, &kargv, false, in->log_file, err, sizeof err)) ||
+        (rc = instance_write_state(in, k->pid, k->argv))) {
+        if (!rc)
+            snprintf(err, sizeof err, "out of memory");
+        else if (!*err)
+            snprintf(err, sizeof err, "%s", strerror(-rc));
+        fprintf(stderr, "sandpit start: %s\n", err);
+        return rc ? rc : -ENOMEM;
+    }
+    return 0;
+}
+
 int lifecycle_start_main(int argc, char **argv)
 {
     struct options o;
@@ -131,13 +169,7 @@ int lifecycle_start_main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     rc = lifecycle_parse_kernel_options(&o, "sandpit start", argc, argv, err, sizeof err);
     if (rc == FLAGS_HELP) {
-        printf("usage: sandpit start [--workspace DIR] [--profile default|agent] "
-               "[kernel options]\n\n"
-               "Starts a sandboxed kernel in the background for the workspace (by "
-               "default the\ncurrent folder) and prints the path of its connection "
-               "file. `sandpit run`,\n`sandpit status` and `sandpit stop` find it "
-               "from the same folder.\n\nkernel options:\n");
-        options_usage(stdout);
+        start_usage();
         status = 0;
         goto out;
     }
@@ -161,24 +193,8 @@ int lifecycle_start_main(int argc, char **argv)
         goto out;
     }
     instance_remove(&in, true); /* a kernel that died: its files are stale */
-    char **kargv = NULL;
-    if ((rc = connfile_write_ipc(in.connection_file, err, sizeof err)) == 1)
-        fprintf(stderr, "sandpit start: the runtime folder's path is too long for ipc "
-                        "sockets: the kernel listens on TCP, 127.0.0.1, where any local "
-                        "process can reach it (set JUPYTER_RUNTIME_DIR to a shorter "
-                        "path)\n");
-    if (rc == 1)
-        rc = 0;
-    if (rc || !(kargv = lifecycle_kernel_argv(&o, in.connection_file, in.workspace)) ||
-        (rc = launch_start(&k, &kargv, false, in.log_file, err, sizeof err)) ||
-        (rc = instance_write_state(&in, k.pid, k.argv))) {
-        if (!rc)
-            snprintf(err, sizeof err, "out of memory");
-        else if (!*err)
-            snprintf(err, sizeof err, "%s", strerror(-rc));
-        fprintf(stderr, "sandpit start: %s\n", err);
+    if (start_kernel(&in, &o, &k))
         goto fail;
-    }
     if ((rc = client_open(&c, in.connection_file, err, sizeof err)) == 0) {
         client_open_ok = true;
         rc = launch_wait_ready(&k, &c, START_TIMEOUT_S, NULL, err, sizeof err);
@@ -250,6 +266,33 @@ static int parse_target(const char *cmd, int argc, char **argv, struct target *t
     return rc == FLAGS_HELP ? 1 : rc ? -EINVAL : 0;
 }
 
+/* Stops a kernel we did not start, the one of the connection file conn: asks
+ * it to shut down, and waits for the reply. The exit status. */
+static int stop_other(const char *conn)
+{
+    struct client c;
+    char err[1024];
+    if (client_open(&c, conn, err, sizeof err)) {
+        fprintf(stderr, "sandpit stop: %s\n", err);
+        return 1;
+    }
+    json_t *content = json_pack("{s:b}", "restart", 0);
+    char id[CLIENT_ID_LEN];
+    struct client_wait w = {.timeout_s = STOP_GRACE_S, .skip_idle = true};
+    struct msg *reply = NULL;
+    int rc = client_send(&c, CONNECTION_CONTROL, "shutdown_request", &content, NULL, id);
+    if (!rc)
+        rc = client_wait(&c, CONNECTION_CONTROL, id, &w, &reply);
+    msg_free(reply);
+    client_close(&c);
+    if (rc) {
+        fprintf(stderr, "sandpit stop: the kernel did not answer: %s\n", strerror(-rc));
+        return 1;
+    }
+    printf("sandpit stop: the kernel of %s has been asked to shut down\n", conn);
+    return 0;
+}
+
 int lifecycle_stop_main(int argc, char **argv)
 {
     struct target t;
@@ -268,30 +311,8 @@ int lifecycle_stop_main(int argc, char **argv)
         fprintf(stderr, "sandpit stop: %s\n", err);
         return 2;
     }
-    if (t.connection_file) {
-        /* A kernel we did not start: ask it to shut down, and wait for the reply. */
-        if (client_open(&c, t.connection_file, err, sizeof err)) {
-            fprintf(stderr, "sandpit stop: %s\n", err);
-            return 1;
-        }
-        json_t *content = json_pack("{s:b}", "restart", 0);
-        char id[CLIENT_ID_LEN];
-        struct client_wait w = {.timeout_s = STOP_GRACE_S, .skip_idle = true};
-        struct msg *reply = NULL;
-        rc = client_send(&c, CONNECTION_CONTROL, "shutdown_request", &content, NULL, id);
-        if (!rc)
-            rc = client_wait(&c, CONNECTION_CONTROL, id, &w, &reply);
-        msg_free(reply);
-        client_close(&c);
-        if (rc) {
-            fprintf(stderr, "sandpit stop: the kernel did not answer: %s\n",
-                    strerror(-rc));
-            return 1;
-        }
-        printf("sandpit stop: the kernel of %s has been asked to shut down\n",
-               t.connection_file);
-        return 0;
-    }
+    if (t.connection_file)
+        return stop_other(t.connection_file);
     if ((lock = instance_lock(&in)) < 0) {
         fprintf(stderr, "sandpit stop: no kernel is running for %s\n", in.workspace);
         return 1;
