@@ -41,12 +41,9 @@
 #define END_GRACE_S       3.0  /* after SIGTERM: the interrupted cell's reply */
 #define MAX_CODE_BYTES    (16u << 20)
 
-/* Reads all of a file ("-": standard input). New string, or NULL with errno. */
-static char *read_all(const char *path)
+/* Reads all of standard input. New string, or NULL with errno. */
+static char *read_stdin(void)
 {
-    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
     for (;;) {
@@ -67,7 +64,7 @@ static char *read_all(const char *path)
             }
             buf = nb;
         }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
+        ssize_t n = read(0, buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -83,8 +80,6 @@ static char *read_all(const char *path)
         }
         len += (size_t)n;
     }
-    if (fd != 0)
-        close(fd);
     return buf;
 }
 
@@ -480,11 +475,20 @@ static char *read_code(struct run *r, bool *none)
         *none = true;
         return NULL;
     }
-    char *code = read_all(a->code_file ? a->code_file : "-");
+    /* -f FILE: a file a cell may have written (in the workspace), so a link
+     * there is refused rather than followed (it could name a file the sandbox
+     * hides), and a FIFO rather than waited on. */
+    const char *path = a->code_file && strcmp(a->code_file, "-") ? a->code_file : NULL;
+    char *code = NULL;
+    size_t len;
+    int rc = 0;
+    if (path)
+        rc = fsutil_read_file(path, MAX_CODE_BYTES - 1, &code, &len);
+    else if (!(code = read_stdin()))
+        rc = -errno;
     if (!code)
-        fail(r, "cannot read the code from %s: %s",
-             a->code_file && strcmp(a->code_file, "-") ? a->code_file : "standard input",
-             strerror(errno));
+        fail(r, "cannot read the code from %s: %s", path ? path : "standard input",
+             tfile_strerror(rc));
     return code;
 }
 

@@ -25,6 +25,7 @@
 #include "kernel/cmd/launcher_spec.h"
 #include "kernel/options.h"
 #include "kernel/supervisor/respawn.h"
+#include "sandbox/tfile.h"
 
 static void usage(FILE *f)
 {
@@ -44,20 +45,6 @@ static void usage(FILE *f)
            "default " LAUNCHER_SPEC_DEFAULT_IMAGE ").\n\n"
            "kernel options (written into the kernelspec's argv):\n");
     options_usage(f);
-}
-
-static int write_file(const char *dir, const char *name, const void *data, size_t len)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -errno;
-    size_t w = fwrite(data, 1, len, f);
-    int rc = fclose(f);
-    if (w != len || rc != 0)
-        return -EIO;
-    return 0;
 }
 
 int install_data_dir(bool user, const char *prefix, char *out, size_t len)
@@ -234,33 +221,41 @@ static json_t *kernelspec(const struct install_args *a, const char *self)
                      a->interrupt_mode, "metadata", "debugger", 0);
 }
 
+/* Writes name in dir, whole or not at all. 0, or -errno (said on stderr). */
+static int write_in(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[PATH_MAX];
+    int rc = snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path
+                 ? -ENAMETOOLONG
+                 : fsutil_write_file(path, data, len, 0644);
+    if (rc)
+        fprintf(stderr, "sandpit install: cannot write %s/%s: %s\n", dir, name,
+                tfile_strerror(rc));
+    return rc;
+}
+
 /* Writes spec's kernel.json and the logos into dir. 0, or -errno (said on stderr). */
 static int write_spec(const char *dir, const json_t *spec)
 {
-    char *text = json_dumps(spec, JSON_INDENT(2));
-    int rc = -ENOMEM;
-    if (!text || (rc = fsutil_mkdir_p(dir, 0755)) != 0 ||
-        (rc = write_file(dir, "kernel.json", text, strlen(text))) != 0) {
-        fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
-                strerror(-rc));
-        free(text);
-        return rc;
-    }
-    free(text);
     static const char *const logos[][2] = {
         {"kernelspec/logo-32x32.png", "logo-32x32.png"},
         {"kernelspec/logo-64x64.png", "logo-64x64.png"},
         {"kernelspec/logo-svg.svg", "logo-svg.svg"},
     };
-    for (size_t i = 0; i < 3; i++) {
+    char *text = json_dumps(spec, JSON_INDENT(2));
+    int rc = text ? fsutil_mkdir_p(dir, 0755) : -ENOMEM;
+    if (rc)
+        fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
+                strerror(-rc));
+    else
+        rc = write_in(dir, "kernel.json", text, strlen(text));
+    free(text);
+    for (size_t i = 0; i < 3 && !rc; i++) {
         const struct embedded_file *f = embedded_logos_find(logos[i][0]);
-        if (f && (rc = write_file(dir, logos[i][1], f->data, f->len)) != 0) {
-            fprintf(stderr, "sandpit install: cannot write %s/%s: %s\n", dir, logos[i][1],
-                    strerror(-rc));
-            return rc;
-        }
+        if (f)
+            rc = write_in(dir, logos[i][1], f->data, f->len);
     }
-    return 0;
+    return rc;
 }
 
 /* Installs the kernelspec the command line a describes. 0 or 1 (said on stderr). */
