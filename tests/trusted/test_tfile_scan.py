@@ -60,7 +60,6 @@ ALLOWED = [
     # `sandpit install` / `gateway-spec` / `uninstall`, run by the user, never
     # by a worker; no worker can write there (the data folder's kernels/ is
     # read-only to it: sandbox/home.c).
-    ("kernel/cmd/launcher_spec.c", "fopen", "fopen(path, \"w\")", "kernelspec, user's command"),
     ("kernel/cmd/kernelspecs.c", "rmdir", "rmdir(dir)", "kernelspec, user's command"),
     # mkdir -p of a folder the user chose, or of the user's own folders
     # (Jupyter's data and runtime folders, the cache's parent); where a
