@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/util/flags.h"
 #include "protocol/errbuf.h"
 
 /* OPT_LIST: an option that may be given more than once, each value kept. */
@@ -207,41 +208,37 @@ static int set_value(struct options *o, const struct opt *d, const char *v, char
     return -EINVAL;
 }
 
+static int set_option(void *base, const struct flag *f, const char *v, char *err,
+                      size_t errlen)
+{
+    return set_value(base, f->data, v, err, errlen);
+}
+
+static int set_connection_file(void *base, const struct flag *f, const char *v, char *err,
+                               size_t errlen)
+{
+    struct options *o = base;
+    (void)f, (void)err, (void)errlen;
+    free(o->connection_file);
+    return (o->connection_file = strdup(v)) ? 0 : -ENOMEM;
+}
+
 int options_parse(struct options *o, int argc, char **argv, char *err, size_t errlen)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) {
-            if (i + 1 >= argc)
-                return errbuf_set(-EINVAL, err, errlen,
-                                  "%s needs the path of a connection file", a);
-            free(o->connection_file);
-            if (!(o->connection_file = strdup(argv[++i])))
-                return -ENOMEM;
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0)
-            return errbuf_set(-EINVAL, err, errlen, "unexpected argument \"%s\"", a);
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const struct opt *d = NULL;
-        for (size_t k = 0; k < NOPTS; k++)
-            if (strlen(table[k].name) == nlen && strncmp(table[k].name, name, nlen) == 0)
-                d = &table[k];
-        if (!d)
-            return errbuf_set(-EINVAL, err, errlen,
-                              "unknown option \"%s\" (see sandpit --help)", a);
-        const char *v = eq ? eq + 1 : NULL;
-        if (!v) {
-            if (i + 1 >= argc)
-                return errbuf_set(-EINVAL, err, errlen, "%s needs a value", a);
-            v = argv[++i];
-        }
-        int rc = set_value(o, d, v, err, errlen);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    struct flag v[NOPTS + 1];
+    v[0] = (struct flag){.name = "connection-file",
+                         .letter = 'f',
+                         .kind = FLAG_CALL,
+                         .needs = "the path of a connection file",
+                         .call = set_connection_file};
+    for (size_t k = 0; k < NOPTS; k++)
+        v[k + 1] = (struct flag){.name = table[k].name,
+                                 .kind = FLAG_CALL,
+                                 .needs = "a value",
+                                 .call = set_option,
+                                 .data = &table[k]};
+    const struct flags fl = {"sandpit", v, NOPTS + 1, false};
+    return flags_parse(&fl, o, &argc, argv, err, errlen);
 }
 
 int options_apply_profile(struct options *o, const char *name, char *err, size_t errlen)

@@ -387,6 +387,80 @@ static bool sent_has(const struct sent_ids *s, const char *id)
     return false;
 }
 
+/* What client_ready has so far: the ids it sent, the answer, whether iopub works. */
+struct ready {
+    struct sent_ids sent;
+    struct msg *reply;
+    bool iopub;
+};
+
+/* Sends one more kernel_info_request on ch, its id kept. 0 or -errno. */
+static int ready_ask(struct client *c, enum connection_channel ch, struct ready *st)
+{
+    struct sent_ids *sent = &st->sent;
+    if (sent->n == sent->cap) {
+        size_t cap = sent->cap ? sent->cap * 2 : 16;
+        void *ni = realloc(sent->ids, cap * sizeof *sent->ids);
+        if (!ni)
+            return -ENOMEM;
+        sent->ids = ni;
+        sent->cap = cap;
+    }
+    int rc = client_send(c, ch, "kernel_info_request", NULL, NULL, sent->ids[sent->n]);
+    if (!rc)
+        sent->n++;
+    return rc;
+}
+
+/* Reads what has come on ch and iopub: the first answer to one of ours, and
+ * whether iopub has shown it works. */
+static void ready_take(struct client *c, enum connection_channel ch, struct ready *st)
+{
+    struct msg *m;
+    int r;
+    while ((r = recv_one(c, c->sockets[ch], &m)) != -EAGAIN) {
+        if (!r && !st->reply && strcmp(msg_type(m), "kernel_info_reply") == 0 &&
+            sent_has(&st->sent, parent_id(m)))
+            st->reply = m;
+        else
+            msg_free(m);
+    }
+    while ((r = recv_one(c, c->sockets[CONNECTION_IOPUB], &m)) != -EAGAIN) {
+        /* An answer to one of ours, or the welcome a kernel that
+         * implements JEP 65 sends each new subscriber. */
+        if (!r && (sent_has(&st->sent, parent_id(m)) ||
+                   strcmp(msg_type(m), "iopub_welcome") == 0))
+            st->iopub = true;
+        msg_free(m);
+    }
+}
+
+/* Waits for an answer or the time to resend, whichever first; the answer to
+ * an earlier request of this call counts as well. 0, on_fd's value or -errno. */
+static int ready_wait(struct client *c, const struct client_wait *w,
+                      enum connection_channel ch, struct ready *st, double resend)
+{
+    size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
+    int rc = 0;
+    while (!rc && (!st->reply || !st->iopub) && monotime_now() < resend) {
+        zmq_pollitem_t items[2 + MAX_WATCH];
+        memset(items, 0, sizeof items);
+        items[0] = (zmq_pollitem_t){.socket = c->sockets[ch], .events = ZMQ_POLLIN};
+        items[1] = (zmq_pollitem_t){.socket = c->sockets[CONNECTION_IOPUB],
+                                    .events = ZMQ_POLLIN};
+        for (size_t i = 0; i < nfds; i++)
+            items[2 + i] = (zmq_pollitem_t){.fd = w->fds[i], .events = ZMQ_POLLIN};
+        long wait = (long)((resend - monotime_now()) * 1000) + 1;
+        if (zmq_poll(items, (int)(2 + nfds), wait) < 0 && errno != EINTR)
+            return -errno;
+        ready_take(c, ch, st);
+        for (size_t i = 0; i < nfds && !rc; i++)
+            if ((items[2 + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) && w->on_fd)
+                rc = w->on_fd(w->arg, w->fds[i]);
+    }
+    return rc;
+}
+
 int client_ready(struct client *c, const struct client_wait *w, struct msg **info)
 {
     static const struct client_wait none;
@@ -395,79 +469,27 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
     if (info)
         *info = NULL;
     double start = monotime_now();
-    struct msg *reply = NULL;
-    struct sent_ids sent = {0};
-    bool iopub = false;
+    struct ready st = {{0}, NULL, false};
     int rc = 0;
     double interval = READY_FIRST_S;
-    size_t nfds = w->nfds < MAX_WATCH ? w->nfds : MAX_WATCH;
     enum connection_channel ch = w->on_control ? CONNECTION_CONTROL : CONNECTION_SHELL;
-    while (!reply || !iopub) {
+    while (!rc && (!st.reply || !st.iopub)) {
         double now = monotime_now();
         if (w->timeout_s > 0 && now - start >= w->timeout_s) {
             rc = -ETIMEDOUT;
             break;
         }
-        if (sent.n == sent.cap) {
-            size_t cap = sent.cap ? sent.cap * 2 : 16;
-            void *ni = realloc(sent.ids, cap * sizeof *sent.ids);
-            if (!ni) {
-                rc = -ENOMEM;
-                break;
-            }
-            sent.ids = ni;
-            sent.cap = cap;
-        }
-        if ((rc =
-                 client_send(c, ch, "kernel_info_request", NULL, NULL, sent.ids[sent.n])))
+        if ((rc = ready_ask(c, ch, &st)))
             break;
-        sent.n++;
         double resend = now + interval;
         interval = interval * 2 < READY_RESEND_S ? interval * 2 : READY_RESEND_S;
-        /* Wait for an answer or the next resend, whichever first; the answer
-         * to an earlier request of this call counts as well. */
-        while (!rc && (!reply || !iopub) && monotime_now() < resend) {
-            zmq_pollitem_t items[2 + MAX_WATCH];
-            memset(items, 0, sizeof items);
-            items[0] = (zmq_pollitem_t){.socket = c->sockets[ch], .events = ZMQ_POLLIN};
-            items[1] = (zmq_pollitem_t){.socket = c->sockets[CONNECTION_IOPUB],
-                                        .events = ZMQ_POLLIN};
-            for (size_t i = 0; i < nfds; i++)
-                items[2 + i] = (zmq_pollitem_t){.fd = w->fds[i], .events = ZMQ_POLLIN};
-            long wait = (long)((resend - monotime_now()) * 1000) + 1;
-            if (zmq_poll(items, (int)(2 + nfds), wait) < 0 && errno != EINTR) {
-                rc = -errno;
-                break;
-            }
-            struct msg *m;
-            int r;
-            while ((r = recv_one(c, c->sockets[ch], &m)) != -EAGAIN) {
-                if (!r && !reply && strcmp(msg_type(m), "kernel_info_reply") == 0 &&
-                    sent_has(&sent, parent_id(m)))
-                    reply = m;
-                else
-                    msg_free(m);
-            }
-            while ((r = recv_one(c, c->sockets[CONNECTION_IOPUB], &m)) != -EAGAIN) {
-                /* An answer to one of ours, or the welcome a kernel that
-                 * implements JEP 65 sends each new subscriber. */
-                if (!r && (sent_has(&sent, parent_id(m)) ||
-                           strcmp(msg_type(m), "iopub_welcome") == 0))
-                    iopub = true;
-                msg_free(m);
-            }
-            for (size_t i = 0; i < nfds && !rc; i++)
-                if ((items[2 + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) && w->on_fd)
-                    rc = w->on_fd(w->arg, w->fds[i]);
-        }
-        if (rc)
-            break;
+        rc = ready_wait(c, w, ch, &st, resend);
     }
-    free(sent.ids);
+    free(st.sent.ids);
     if (!rc && info)
-        *info = reply;
+        *info = st.reply;
     else
-        msg_free(reply);
+        msg_free(st.reply);
     return rc;
 }
 

@@ -30,6 +30,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "kernel/util/fsutil.h"
 #include "protocol/connection.h"
 #include "protocol/errbuf.h"
 #include "sandbox/tfile.h"
@@ -56,6 +57,45 @@ static int free_ports(int ports[CONNECTION_NCHANNELS])
     return rc;
 }
 
+/* Writes the connection file at path with a new key: mode 0600, whole or not
+ * at all (fsutil_write_file), so that no reader sees half a key and nobody
+ * else can read it. */
+static int write_connection_file(const char *path, const char *transport, const char *ip,
+                                 const int ports[CONNECTION_NCHANNELS], char *err,
+                                 size_t errlen)
+{
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return errbuf_set(-errno, err, errlen, "cannot make a key: %s", strerror(errno));
+    char key[40];
+    r[6] = (r[6] & 0x0f) | 0x40; /* a UUID 4, as jupyter_client's keys are */
+    r[8] = (r[8] & 0x3f) | 0x80;
+    snprintf(key, sizeof key,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+             r[13], r[14], r[15]);
+    json_t *doc = json_pack(
+        "{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "shell_port",
+        ports[CONNECTION_SHELL], "iopub_port", ports[CONNECTION_IOPUB], "stdin_port",
+        ports[CONNECTION_STDIN], "control_port", ports[CONNECTION_CONTROL], "hb_port",
+        ports[CONNECTION_HB], "ip", ip, "key", key, "transport", transport,
+        "signature_scheme", "hmac-sha256", "kernel_name", "sandpit");
+    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(doc);
+    memset(key, 0, sizeof key);
+    memset(r, 0, sizeof r);
+    if (!text)
+        return -ENOMEM;
+    size_t len = strlen(text);
+    int rc = fsutil_write_file(path, text, len, 0600);
+    if (rc)
+        errbuf_set(rc, err, errlen, "cannot write the connection file %s: %s", path,
+                   tfile_strerror(rc));
+    memset(text, 0, len);
+    free(text);
+    return rc;
+}
+
 int connfile_write(const char *path, char *err, size_t errlen)
 {
     int ports[CONNECTION_NCHANNELS];
@@ -66,13 +106,10 @@ int connfile_write(const char *path, char *err, size_t errlen)
     return connfile_write_ports(path, "127.0.0.1", ports, err, errlen);
 }
 
-static int write_file(const char *path, const char *transport, const char *ip,
-                      const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen);
-
 int connfile_write_ports(const char *path, const char *ip,
                          const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen)
 {
-    return write_file(path, "tcp", ip, ports, err, errlen);
+    return write_connection_file(path, "tcp", ip, ports, err, errlen);
 }
 
 int connfile_ipc_dir(const char *path, char *out, size_t len)
@@ -113,7 +150,7 @@ int connfile_write_ipc(const char *path, char *err, size_t errlen)
     int ports[CONNECTION_NCHANNELS];
     for (int ch = 0; ch < CONNECTION_NCHANNELS; ch++)
         ports[ch] = ch + 1;
-    return write_file(path, "ipc", ip, ports, err, errlen);
+    return write_connection_file(path, "ipc", ip, ports, err, errlen);
 }
 
 void connfile_remove(const char *path)
@@ -132,53 +169,4 @@ void connfile_remove(const char *path)
     }
     close(fd);
     rmdir(dir);
-}
-
-static int write_file(const char *path, const char *transport, const char *ip,
-                      const int ports[CONNECTION_NCHANNELS], char *err, size_t errlen)
-{
-    int rc = 0;
-    unsigned char r[16];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-        return errbuf_set(-errno, err, errlen, "cannot make a key: %s", strerror(errno));
-    char key[40];
-    r[6] = (r[6] & 0x0f) | 0x40; /* a UUID 4, as jupyter_client's keys are */
-    r[8] = (r[8] & 0x3f) | 0x80;
-    snprintf(key, sizeof key,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
-             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-             r[13], r[14], r[15]);
-    json_t *doc = json_pack(
-        "{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s, s:s, s:s}", "shell_port",
-        ports[CONNECTION_SHELL], "iopub_port", ports[CONNECTION_IOPUB], "stdin_port",
-        ports[CONNECTION_STDIN], "control_port", ports[CONNECTION_CONTROL], "hb_port",
-        ports[CONNECTION_HB], "ip", ip, "key", key, "transport", transport,
-        "signature_scheme", "hmac-sha256", "kernel_name", "sandpit");
-    char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(doc);
-    memset(key, 0, sizeof key);
-    memset(r, 0, sizeof r);
-    if (!text)
-        return -ENOMEM;
-    char tmp[PATH_MAX];
-    int fd = -1;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        rc = errbuf_set(-ENAMETOOLONG, err, errlen, "the path %s is too long", path);
-        goto out;
-    }
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    size_t len = strlen(text);
-    if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0 ||
-        rename(tmp, path) != 0) {
-        rc = errbuf_set(-errno, err, errlen, "cannot write the connection file %s: %s",
-                        path, strerror(errno));
-        unlink(tmp);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
-    memset(text, 0, strlen(text));
-    free(text);
-    return rc;
 }

@@ -185,30 +185,11 @@ int instance_write_state(const struct instance *in, pid_t pid, char *const *argv
                            "start_time", (json_int_t)instance_start_time(pid),
                            "workspace", in->workspace, "connection_file",
                            in->connection_file, "log", in->log_file, "argv", args);
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", in->state_file);
-    int rc = -ENOMEM, fd = -1;
     char *text = st ? json_dumps(st, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(st);
     if (!text)
-        return rc;
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = -errno;
-        goto out;
-    }
-    size_t len = strlen(text);
-    if (write(fd, text, len) != (ssize_t)len || fsync(fd) != 0) {
-        rc = -EIO;
-        goto out;
-    }
-    rc = rename(tmp, in->state_file) == 0 ? 0 : -errno;
-out:
-    if (fd >= 0)
-        close(fd);
-    if (rc)
-        unlink(tmp);
+        return -ENOMEM;
+    int rc = fsutil_write_file(in->state_file, text, strlen(text), 0600);
     free(text);
     return rc;
 }

@@ -145,12 +145,86 @@ static _Noreturn void exec_kernel(char **argv, char **env, int null_fd, int log_
     _exit(127);
 }
 
+/* The descriptors a start needs: /dev/null, the log, the pipe on which exec's
+ * error comes back and, detached, the one that carries the grandchild's pid. */
+struct start_fds {
+    int null_fd, log_fd, errp[2], pidp[2];
+};
+
+static void start_fds_close(struct start_fds *f)
+{
+    int *all[] = {&f->null_fd, &f->log_fd,  &f->errp[0],
+                  &f->errp[1], &f->pidp[0], &f->pidp[1]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (*all[i] >= 0) {
+            close(*all[i]);
+            *all[i] = -1;
+        }
+}
+
+static int start_fds_open(struct start_fds *f, const char *log_path, bool child,
+                          char *err, size_t errlen)
+{
+    f->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (log_path &&
+        (f->log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
+        return errbuf_set(-errno, err, errlen, "cannot open the kernel's log %s: %s",
+                          log_path, strerror(errno));
+    if (f->null_fd < 0 || pipe2(f->errp, O_CLOEXEC) != 0 ||
+        (!child && pipe2(f->pidp, O_CLOEXEC) != 0))
+        return errbuf_set(-errno, err, errlen, "cannot start the kernel: %s",
+                          strerror(errno));
+    return 0;
+}
+
+/* Forks the kernel: as our child, or detached (a grandchild in a session of
+ * its own, whose pid comes back on f->pidp). Its pid, or -errno with err set. */
+static pid_t fork_kernel(char **argv, char **env, bool child, struct start_fds *f,
+                         char *err, size_t errlen)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return errbuf_set(-errno, err, errlen, "cannot start the kernel: %s",
+                          strerror(errno));
+    if (pid == 0) {
+        if (child) {
+            /* The kernel dies with us; if we are already gone, it never starts. */
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (getppid() != parent)
+                _exit(0);
+            exec_kernel(argv, env, f->null_fd, f->log_fd, f->errp[1]);
+        }
+        setsid();
+        pid_t grandchild = fork();
+        if (grandchild == 0)
+            exec_kernel(argv, env, f->null_fd, f->log_fd, f->errp[1]);
+        ssize_t w = write(f->pidp[1], &grandchild, sizeof grandchild);
+        (void)w;
+        _exit(grandchild > 0 ? 0 : 1);
+    }
+    close(f->errp[1]);
+    f->errp[1] = -1;
+    if (child)
+        return pid;
+    close(f->pidp[1]);
+    f->pidp[1] = -1;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    pid = -1;
+    if (read(f->pidp[0], &pid, sizeof pid) != (ssize_t)sizeof pid || pid <= 0)
+        return errbuf_set(-ECHILD, err, errlen,
+                          "cannot start the kernel in the background");
+    return pid;
+}
+
 int launch_start(struct launched *k, char ***argvp, bool child, const char *log_path,
                  char *err, size_t errlen)
 {
     char **argv = *argvp;
     *argvp = NULL;
-    int rc = 0, null_fd = -1, log_fd = -1, errp[2] = {-1, -1}, pidp[2] = {-1, -1};
+    struct start_fds f = {-1, -1, {-1, -1}, {-1, -1}};
+    int rc = 0;
     char **env = kernel_environment(child ? getpid() : 0);
     if (k->pidfd >= 0)
         close(k->pidfd);
@@ -163,62 +237,17 @@ int launch_start(struct launched *k, char ***argvp, bool child, const char *log_
     }
     free(k->log_path);
     k->log_path = log_path ? strdup(log_path) : NULL;
-    null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (log_path &&
-        (log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
-        rc = errbuf_set(-errno, err, errlen, "cannot open the kernel's log %s: %s",
-                        log_path, strerror(errno));
+    pid_t pid = 0;
+    if ((rc = start_fds_open(&f, log_path, child, err, errlen)) ||
+        (pid = fork_kernel(argv, env, child, &f, err, errlen)) < 0) {
+        rc = rc ? rc : pid;
         goto out;
-    }
-    if (null_fd < 0 || pipe2(errp, O_CLOEXEC) != 0 ||
-        (!child && pipe2(pidp, O_CLOEXEC) != 0)) {
-        rc = errbuf_set(-errno, err, errlen, "cannot start the kernel: %s",
-                        strerror(errno));
-        goto out;
-    }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = errbuf_set(-errno, err, errlen, "cannot start the kernel: %s",
-                        strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        if (child) {
-            /* The kernel dies with us; if we are already gone, it never starts. */
-            prctl(PR_SET_PDEATHSIG, SIGTERM);
-            if (getppid() != parent)
-                _exit(0);
-            exec_kernel(argv, env, null_fd, log_fd, errp[1]);
-        }
-        setsid();
-        pid_t grandchild = fork();
-        if (grandchild == 0)
-            exec_kernel(argv, env, null_fd, log_fd, errp[1]);
-        ssize_t w = write(pidp[1], &grandchild, sizeof grandchild);
-        (void)w;
-        _exit(grandchild > 0 ? 0 : 1);
-    }
-    close(errp[1]);
-    errp[1] = -1;
-    if (!child) {
-        close(pidp[1]);
-        pidp[1] = -1;
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        pid = -1;
-        if (read(pidp[0], &pid, sizeof pid) != (ssize_t)sizeof pid || pid <= 0) {
-            rc = errbuf_set(-ECHILD, err, errlen,
-                            "cannot start the kernel in the "
-                            "background");
-            goto out;
-        }
     }
     k->pid = pid;
     k->pidfd = open_pidfd(pid);
     int e = 0;
     ssize_t r;
-    while ((r = read(errp[0], &e, sizeof e)) < 0 && errno == EINTR)
+    while ((r = read(f.errp[0], &e, sizeof e)) < 0 && errno == EINTR)
         ;
     if (r == (ssize_t)sizeof e) {
         rc = errbuf_set(-e, err, errlen, "cannot run %s: %s", argv[0], strerror(e));
@@ -231,16 +260,7 @@ int launch_start(struct launched *k, char ***argvp, bool child, const char *log_
 out:
     free_argv(argv);
     free(env);
-    for (int i = 0; i < 2; i++) {
-        if (errp[i] >= 0)
-            close(errp[i]);
-        if (pidp[i] >= 0)
-            close(pidp[i]);
-    }
-    if (null_fd >= 0)
-        close(null_fd);
-    if (log_fd >= 0)
-        close(log_fd);
+    start_fds_close(&f);
     return rc;
 }
 

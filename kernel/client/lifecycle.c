@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,42 +23,52 @@
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/status_all.h"
+#include "kernel/util/flags.h"
 #include "protocol/errbuf.h"
 
 #define START_TIMEOUT_S 60.0 /* the kernel and its first worker, on a busy machine */
 #define STOP_GRACE_S    10.0
 #define STATUS_WAIT_S   10.0
 
-int lifecycle_parse_kernel_options(struct options *o, int argc, char **argv, char *err,
-                                   size_t errlen)
+static int set_profile(void *base, const struct flag *f, const char *v, char *err,
+                       size_t errlen)
 {
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, rc = 0;
-    if (!rest)
-        return -ENOMEM;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--profile") == 0 || strncmp(a, "--profile=", 10) == 0) {
-            const char *v = a[9] == '=' ? a + 10 : i + 1 < argc ? argv[++i] : NULL;
-            rc = v ? options_apply_profile(o, v, err, errlen)
-                   : errbuf_set(-EINVAL, err, errlen, "--profile needs a name");
-        } else if (strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) {
-            rc = errbuf_set(-EINVAL, err, errlen,
-                            "%s is not taken here: this command writes its own "
-                            "connection file",
-                            a);
-        } else {
-            rest[nrest++] = argv[i];
-        }
-    }
+    (void)f;
+    return options_apply_profile(base, v, err, errlen);
+}
+
+static int refuse_connection_file(void *base, const struct flag *f, const char *v,
+                                  char *err, size_t errlen)
+{
+    (void)base, (void)f, (void)v;
+    return errbuf_set(-EINVAL, err, errlen,
+                      "-f (--connection-file) is not taken here: this command writes its "
+                      "own connection file");
+}
+
+static const struct flag kernel_flags[] = {
+    {.name = "help", .letter = 'h', .kind = FLAG_HELP},
+    {.name = "profile",
+     .kind = FLAG_CALL,
+     .needs = "default or agent",
+     .call = set_profile},
+    {.name = "connection-file",
+     .letter = 'f',
+     .kind = FLAG_CALL,
+     .call = refuse_connection_file},
+};
+
+int lifecycle_parse_kernel_options(struct options *o, const char *cmd, int argc,
+                                   char **argv, char *err, size_t errlen)
+{
+    const struct flags fl = FLAGS_OF(cmd, kernel_flags, true);
+    int rc = flags_parse(&fl, o, &argc, argv, err, errlen);
     if (!rc)
-        rc = options_parse(o, nrest, rest, err, errlen);
+        rc = options_parse(o, argc, argv, err, errlen);
     if (!rc)
         rc = options_check(o, err, errlen);
     if (!rc) /* relative folders are where the command was given */
         rc = options_resolve_paths(o, err, errlen);
-    free(rest);
     return rc;
 }
 
@@ -105,6 +116,44 @@ static void print_log_tail(const char *cmd, const char *log)
     free(tail);
 }
 
+static void start_usage(void)
+{
+    printf("usage: sandpit start [--workspace DIR] [--profile default|agent] "
+           "[kernel options]\n\n"
+           "Starts a sandboxed kernel in the background for the workspace (by "
+           "default the\ncurrent folder) and prints the path of its connection "
+           "file. `sandpit run`,\n`sandpit status` and `sandpit stop` find it "
+           "from the same folder.\n\nkernel options:\n");
+    options_usage(stdout);
+}
+
+/* Writes the workspace's connection file and starts its kernel in the
+ * background, its state recorded. 0, or -errno (said on stderr). */
+static int start_kernel(struct instance *in, const struct options *o, struct launched *k)
+{
+    char err[1024] = "";
+    char **kargv = NULL;
+    int rc;
+    if ((rc = connfile_write_ipc(in->connection_file, err, sizeof err)) == 1)
+        fprintf(stderr, "sandpit start: the runtime folder's path is too long for ipc "
+                        "sockets: the kernel listens on TCP, 127.0.0.1, where any local "
+                        "process can reach it (set JUPYTER_RUNTIME_DIR to a shorter "
+                        "path)\n");
+    if (rc == 1)
+        rc = 0;
+    if (rc || !(kargv = lifecycle_kernel_argv(o, in->connection_file, in->workspace)) ||
+        (rc = launch_start(k, &kargv, false, in->log_file, err, sizeof err)) ||
+        (rc = instance_write_state(in, k->pid, k->argv))) {
+        if (!rc)
+            snprintf(err, sizeof err, "out of memory");
+        else if (!*err)
+            snprintf(err, sizeof err, "%s", strerror(-rc));
+        fprintf(stderr, "sandpit start: %s\n", err);
+        return rc ? rc : -ENOMEM;
+    }
+    return 0;
+}
+
 int lifecycle_start_main(int argc, char **argv)
 {
     struct options o;
@@ -118,19 +167,13 @@ int lifecycle_start_main(int argc, char **argv)
     options_init(&o);
     launch_init(&k);
     memset(&st, 0, sizeof st);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: sandpit start [--workspace DIR] [--profile default|agent] "
-                   "[kernel options]\n\n"
-                   "Starts a sandboxed kernel in the background for the workspace (by "
-                   "default the\ncurrent folder) and prints the path of its connection "
-                   "file. `sandpit run`,\n`sandpit status` and `sandpit stop` find it "
-                   "from the same folder.\n\nkernel options:\n");
-            options_usage(stdout);
-            return 0;
-        }
-    if (lifecycle_parse_kernel_options(&o, argc, argv, err, sizeof err) ||
-        instance_locate(&in, o.workspace, err, sizeof err)) {
+    rc = lifecycle_parse_kernel_options(&o, "sandpit start", argc, argv, err, sizeof err);
+    if (rc == FLAGS_HELP) {
+        start_usage();
+        status = 0;
+        goto out;
+    }
+    if (rc || instance_locate(&in, o.workspace, err, sizeof err)) {
         fprintf(stderr, "sandpit start: %s\n", err);
         goto out;
     }
@@ -150,24 +193,8 @@ int lifecycle_start_main(int argc, char **argv)
         goto out;
     }
     instance_remove(&in, true); /* a kernel that died: its files are stale */
-    char **kargv = NULL;
-    if ((rc = connfile_write_ipc(in.connection_file, err, sizeof err)) == 1)
-        fprintf(stderr, "sandpit start: the runtime folder's path is too long for ipc "
-                        "sockets: the kernel listens on TCP, 127.0.0.1, where any local "
-                        "process can reach it (set JUPYTER_RUNTIME_DIR to a shorter "
-                        "path)\n");
-    if (rc == 1)
-        rc = 0;
-    if (rc || !(kargv = lifecycle_kernel_argv(&o, in.connection_file, in.workspace)) ||
-        (rc = launch_start(&k, &kargv, false, in.log_file, err, sizeof err)) ||
-        (rc = instance_write_state(&in, k.pid, k.argv))) {
-        if (!rc)
-            snprintf(err, sizeof err, "out of memory");
-        else if (!*err)
-            snprintf(err, sizeof err, "%s", strerror(-rc));
-        fprintf(stderr, "sandpit start: %s\n", err);
+    if (start_kernel(&in, &o, &k))
         goto fail;
-    }
     if ((rc = client_open(&c, in.connection_file, err, sizeof err)) == 0) {
         client_open_ok = true;
         rc = launch_wait_ready(&k, &c, START_TIMEOUT_S, NULL, err, sizeof err);
@@ -195,37 +222,74 @@ out:
     return status;
 }
 
-/* The options of stop and status: --workspace DIR, -f FILE, and --json. */
+/* The options of stop and status: --workspace DIR, -f FILE, and status's --json
+ * and --all. */
 struct target {
     const char *workspace;
     const char *connection_file;
-    bool json;
+    bool json, all;
 };
 
+#define OFF(f) offsetof(struct target, f)
+
+static const struct flag target_flags[] = {
+    {.name = "help", .letter = 'h', .kind = FLAG_HELP},
+    {.name = "workspace",
+     .kind = FLAG_TEXT,
+     .needs = "a folder",
+     .offset = OFF(workspace)},
+    {.name = "connection-file",
+     .letter = 'f',
+     .kind = FLAG_TEXT,
+     .needs = "the path of a connection file",
+     .offset = OFF(connection_file)},
+    /* the last two: status only */
+    {.name = "json", .kind = FLAG_SWITCH, .offset = OFF(json)},
+    {.name = "all", .kind = FLAG_SWITCH, .offset = OFF(all)},
+};
+
+/* 0, 1 after --help, or -EINVAL (said on stderr). */
 static int parse_target(const char *cmd, int argc, char **argv, struct target *t,
-                        bool allow_json)
+                        bool of_status)
 {
+    char name[32], err[256];
+    struct flags fl = FLAGS_OF(name, target_flags, false);
     memset(t, 0, sizeof *t);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--workspace") == 0 && next) {
-            t->workspace = argv[++i];
-        } else if ((strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) &&
-                   next) {
-            t->connection_file = argv[++i];
-        } else if (allow_json && strcmp(a, "--json") == 0) {
-            t->json = true;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("usage: sandpit %s [--workspace DIR | --connection-file FILE]%s\n",
-                   cmd, allow_json ? " [--json]" : "");
-            return 1;
-        } else {
-            fprintf(stderr,
-                    "sandpit %s: unexpected argument \"%s\" (see sandpit %s --help)\n",
-                    cmd, a, cmd);
-            return -EINVAL;
-        }
+    snprintf(name, sizeof name, "sandpit %s", cmd);
+    fl.n -= of_status ? 0 : 2;
+    int rc = flags_parse(&fl, t, &argc, argv, err, sizeof err);
+    if (rc == FLAGS_HELP)
+        printf("usage: sandpit %s [--workspace DIR | --connection-file FILE]%s\n", cmd,
+               of_status ? " [--json]" : "");
+    else if (rc)
+        fprintf(stderr, "sandpit %s: %s\n", cmd, err);
+    return rc == FLAGS_HELP ? 1 : rc ? -EINVAL : 0;
+}
+
+/* Stops a kernel we did not start, the one of the connection file conn: asks
+ * it to shut down, and waits for the reply. The exit status. */
+static int stop_other(const char *conn)
+{
+    struct client c;
+    char err[1024];
+    if (client_open(&c, conn, err, sizeof err)) {
+        fprintf(stderr, "sandpit stop: %s\n", err);
+        return 1;
     }
+    json_t *content = json_pack("{s:b}", "restart", 0);
+    char id[CLIENT_ID_LEN];
+    struct client_wait w = {.timeout_s = STOP_GRACE_S, .skip_idle = true};
+    struct msg *reply = NULL;
+    int rc = client_send(&c, CONNECTION_CONTROL, "shutdown_request", &content, NULL, id);
+    if (!rc)
+        rc = client_wait(&c, CONNECTION_CONTROL, id, &w, &reply);
+    msg_free(reply);
+    client_close(&c);
+    if (rc) {
+        fprintf(stderr, "sandpit stop: the kernel did not answer: %s\n", strerror(-rc));
+        return 1;
+    }
+    printf("sandpit stop: the kernel of %s has been asked to shut down\n", conn);
     return 0;
 }
 
@@ -247,30 +311,8 @@ int lifecycle_stop_main(int argc, char **argv)
         fprintf(stderr, "sandpit stop: %s\n", err);
         return 2;
     }
-    if (t.connection_file) {
-        /* A kernel we did not start: ask it to shut down, and wait for the reply. */
-        if (client_open(&c, t.connection_file, err, sizeof err)) {
-            fprintf(stderr, "sandpit stop: %s\n", err);
-            return 1;
-        }
-        json_t *content = json_pack("{s:b}", "restart", 0);
-        char id[CLIENT_ID_LEN];
-        struct client_wait w = {.timeout_s = STOP_GRACE_S, .skip_idle = true};
-        struct msg *reply = NULL;
-        rc = client_send(&c, CONNECTION_CONTROL, "shutdown_request", &content, NULL, id);
-        if (!rc)
-            rc = client_wait(&c, CONNECTION_CONTROL, id, &w, &reply);
-        msg_free(reply);
-        client_close(&c);
-        if (rc) {
-            fprintf(stderr, "sandpit stop: the kernel did not answer: %s\n",
-                    strerror(-rc));
-            return 1;
-        }
-        printf("sandpit stop: the kernel of %s has been asked to shut down\n",
-               t.connection_file);
-        return 0;
-    }
+    if (t.connection_file)
+        return stop_other(t.connection_file);
     if ((lock = instance_lock(&in)) < 0) {
         fprintf(stderr, "sandpit stop: no kernel is running for %s\n", in.workspace);
         return 1;
@@ -430,13 +472,12 @@ static void add_kernel_info(json_t *s, const json_t *ic)
 
 int lifecycle_status_main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--all") == 0)
-            return status_all_main(argc, argv);
     struct target t;
     int rc = parse_target("status", argc, argv, &t, true);
     if (rc)
         return rc > 0 ? 0 : 2;
+    if (t.all) /* every kernel: its own flags, checked there */
+        return status_all_main(argc, argv);
     struct instance in;
     struct instance_state st;
     struct launched k;

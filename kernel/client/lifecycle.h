@@ -19,9 +19,11 @@ int lifecycle_status_main(int argc, char **argv);
  * --profile default|agent among them (a profile sets defaults: the options
  * given explicitly win wherever they stand, as for `sandpit install`). -f is
  * refused: these commands write their own connection file. argv[0] is the
- * subcommand. 0 or -EINVAL with a sentence in err. */
-int lifecycle_parse_kernel_options(struct options *o, int argc, char **argv, char *err,
-                                   size_t errlen);
+ * subcommand, cmd its name in errors ("sandpit start"); argv is reordered (the
+ * flags of this layer taken out). 0, FLAGS_HELP after --help (the caller prints
+ * its usage), or -EINVAL with a sentence in err. */
+int lifecycle_parse_kernel_options(struct options *o, const char *cmd, int argc,
+                                   char **argv, char *err, size_t errlen);
 
 /* The command line that starts `sandpit kernel` for a connection file and a
  * workspace (absolute) with the options o. New NULL-terminated array of new

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "kernel/util/base64.h"
+#include "kernel/util/flags.h"
 #include "kernel/util/monotime.h"
 #include "kernel/client/client.h"
 #include "kernel/client/connfile.h"
@@ -578,85 +579,100 @@ static void usage(FILE *f)
     options_usage(f);
 }
 
+/* Starts the kernel, in the workspace of the options (by default the current
+ * folder). 0, or 1 (said on stderr). */
+static int start(struct mcp *m)
+{
+    char err[1024] = "", runtime[PATH_MAX], cwd[PATH_MAX];
+    int rc;
+    const char *ws = m->opts.workspace ? m->opts.workspace : getcwd(cwd, sizeof cwd);
+    if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
+        set_paths(m, runtime)) {
+        fprintf(stderr, "sandpit mcp: cannot work out the Jupyter runtime folder\n");
+        return 1;
+    }
+    struct instance dir; /* for instance_make_dir */
+    memset(&dir, 0, sizeof dir);
+    snprintf(dir.dir, sizeof dir.dir, "%s", runtime);
+    if ((rc = instance_make_dir(&dir)) || (rc = workspace_init(&m->ws, ws, runtime))) {
+        fprintf(stderr, "sandpit mcp: cannot use %s: %s\n", rc ? ws : runtime,
+                strerror(-rc));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    char **kargv = NULL;
+    if (jsonrpc_init(&m->rpc, 0, 1) || !(m->queue = json_array()) ||
+        connfile_write_ipc(m->conn, err, sizeof err) < 0 ||
+        !(kargv = lifecycle_kernel_argv(&m->opts, m->conn, m->ws.root)) ||
+        launch_start(&m->kernel, &kargv, true, m->log, err, sizeof err) ||
+        client_open(&m->client, m->conn, err, sizeof err)) {
+        fprintf(stderr, "sandpit mcp: cannot start the kernel: %s\n", err);
+        return 1;
+    }
+    m->client_open = true;
+    return 0;
+}
+
+/* Answers the client's messages until its end of standard input. */
+static void serve(struct mcp *m)
+{
+    for (;;) {
+        json_t *msg;
+        while (json_array_size(m->queue)) {
+            msg = json_incref(json_array_get(m->queue, 0));
+            json_array_remove(m->queue, 0);
+            handle(m, msg);
+            json_decref(msg);
+        }
+        int r;
+        while ((r = jsonrpc_next(&m->rpc, &msg)) != 0) {
+            if (r < 0) {
+                jsonrpc_error(&m->rpc, NULL, JSONRPC_PARSE_ERROR, "not JSON");
+                continue;
+            }
+            handle(m, msg);
+            json_decref(msg);
+            if (json_array_size(m->queue))
+                break;
+        }
+        if (json_array_size(m->queue))
+            continue;
+        if (m->rpc.eof)
+            break;
+        struct pollfd p = {.fd = 0, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            break;
+        if (p.revents && (jsonrpc_fill(&m->rpc) != 0))
+            break;
+    }
+}
+
 int mcp_main(int argc, char **argv, const char *version)
 {
     struct mcp m;
-    char err[1024], runtime[PATH_MAX], cwd[PATH_MAX];
+    char err[1024];
     int status = 2;
     memset(&m, 0, sizeof m);
     m.version = version;
     options_init(&m.opts);
     launch_init(&m.kernel);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-    if (mcp_take_max_chars(&argc, argv, err, sizeof err) ||
-        lifecycle_parse_kernel_options(&m.opts, argc, argv, err, sizeof err)) {
+    int rc = mcp_take_max_chars(&argc, argv, err, sizeof err);
+    if (!rc)
+        rc = lifecycle_parse_kernel_options(&m.opts, "sandpit mcp", argc, argv, err,
+                                            sizeof err);
+    if (rc == FLAGS_HELP)
+        usage(stdout);
+    else if (rc)
         fprintf(stderr, "sandpit mcp: %s\n", err);
+    if (rc) {
+        status = rc == FLAGS_HELP ? 0 : 2;
         goto out;
     }
-    const char *ws = m.opts.workspace ? m.opts.workspace : getcwd(cwd, sizeof cwd);
-    int rc;
-    status = 1; /* the command line was right: what fails now is a failure */
-    if (!ws || (rc = instance_runtime_dir(runtime, sizeof runtime)) ||
-        set_paths(&m, runtime)) {
-        fprintf(stderr, "sandpit mcp: cannot work out the Jupyter runtime folder\n");
-        goto out;
-    }
-    struct instance dir; /* for instance_make_dir */
-    memset(&dir, 0, sizeof dir);
-    snprintf(dir.dir, sizeof dir.dir, "%s", runtime);
-    if ((rc = instance_make_dir(&dir)) || (rc = workspace_init(&m.ws, ws, runtime))) {
-        fprintf(stderr, "sandpit mcp: cannot use %s: %s\n", rc ? ws : runtime,
-                strerror(-rc));
-        goto out;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    char **kargv = NULL;
-    if (jsonrpc_init(&m.rpc, 0, 1) || !(m.queue = json_array()) ||
-        connfile_write_ipc(m.conn, err, sizeof err) < 0 ||
-        !(kargv = lifecycle_kernel_argv(&m.opts, m.conn, m.ws.root)) ||
-        launch_start(&m.kernel, &kargv, true, m.log, err, sizeof err) ||
-        client_open(&m.client, m.conn, err, sizeof err)) {
-        fprintf(stderr, "sandpit mcp: cannot start the kernel: %s\n", err);
-        status = 1;
-        goto out;
-    }
-    m.client_open = true;
-    status = 0;
+    status = start(&m); /* the command line was right: what fails now is a failure */
     /* The kernel starts while the client initialises; the first tool call
      * waits for it. */
-    for (;;) {
-        json_t *msg;
-        while (json_array_size(m.queue)) {
-            msg = json_incref(json_array_get(m.queue, 0));
-            json_array_remove(m.queue, 0);
-            handle(&m, msg);
-            json_decref(msg);
-        }
-        int r;
-        while ((r = jsonrpc_next(&m.rpc, &msg)) != 0) {
-            if (r < 0) {
-                jsonrpc_error(&m.rpc, NULL, JSONRPC_PARSE_ERROR, "not JSON");
-                continue;
-            }
-            handle(&m, msg);
-            json_decref(msg);
-            if (json_array_size(m.queue))
-                break;
-        }
-        if (json_array_size(m.queue))
-            continue;
-        if (m.rpc.eof)
-            break;
-        struct pollfd p = {.fd = 0, .events = POLLIN};
-        if (poll(&p, 1, -1) < 0 && errno != EINTR)
-            break;
-        if (p.revents && (jsonrpc_fill(&m.rpc) != 0))
-            break;
-    }
+    if (status == 0)
+        serve(&m);
 out:
     if (m.kernel.pid > 0)
         launch_stop(&m.kernel, m.client_open ? &m.client : NULL, 5);

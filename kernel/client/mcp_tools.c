@@ -17,6 +17,7 @@
 
 #include "kernel/util/base64.h"
 #include "kernel/client/outcome.h"
+#include "kernel/util/flags.h"
 #include "protocol/errbuf.h"
 #include "protocol/utf8.h"
 
@@ -29,30 +30,31 @@ void mcp_set_max_chars(size_t max_chars)
     max_text_chars = max_chars;
 }
 
+static int set_max_chars(void *base, const struct flag *f, const char *v, char *err,
+                         size_t errlen)
+{
+    char *end;
+    (void)base, (void)f;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!*v || *end || errno || *v == '-' || n > 1000000000ULL)
+        return errbuf_set(-EINVAL, err, errlen,
+                          "--max-chars needs a number of characters (0: no limit)");
+    mcp_set_max_chars((size_t)n);
+    return 0;
+}
+
+static const struct flag mcp_flags[] = {
+    {.name = "max-chars",
+     .kind = FLAG_CALL,
+     .needs = "a number of characters",
+     .call = set_max_chars},
+};
+
 int mcp_take_max_chars(int *argc, char **argv, char *err, size_t errlen)
 {
-    int w = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (strcmp(a, "--max-chars") == 0)
-            v = i + 1 < *argc ? argv[++i] : "";
-        else if (strncmp(a, "--max-chars=", 12) == 0)
-            v = a + 12;
-        if (!v) {
-            argv[w++] = argv[i];
-            continue;
-        }
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(v, &end, 10);
-        if (!*v || *end || errno || *v == '-' || n > 1000000000ULL)
-            return errbuf_set(-EINVAL, err, errlen,
-                              "--max-chars needs a number of characters (0: no limit)");
-        mcp_set_max_chars((size_t)n);
-    }
-    argv[w] = NULL;
-    *argc = w;
-    return 0;
+    const struct flags fl = FLAGS_OF("sandpit mcp", mcp_flags, true);
+    return flags_parse(&fl, NULL, argc, argv, err, errlen);
 }
 
 json_t *mcp_text_item(const char *text)

@@ -30,6 +30,7 @@
 #include "kernel/client/instance.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/outcome.h"
+#include "kernel/client/run_args.h"
 #include "kernel/client/textcut.h"
 #include "kernel/util/fsutil.h"
 #include "sandbox/tfile.h"
@@ -38,128 +39,11 @@
 #define RESTART_TIMEOUT_S 60.0
 #define REPLY_GRACE_S     30.0 /* past --timeout: the kernel's own escalation */
 #define END_GRACE_S       3.0  /* after SIGTERM: the interrupted cell's reply */
-#define DEFAULT_MAX_CHARS 20000
 #define MAX_CODE_BYTES    (16u << 20)
 
-struct run_args {
-    const char *connection_file;
-    const char *workspace;
-    const char *code;
-    const char *code_file;
-    const char *outdir;
-    double timeout_s;
-    size_t max_chars;
-    bool json, interrupt, restart;
-};
-
-static void usage(FILE *f)
+/* Reads all of standard input. New string, or NULL with errno. */
+static char *read_stdin(void)
 {
-    fprintf(
-        f,
-        "usage: sandpit run [CODE | -f FILE] [--json] [--outdir DIR] [--max-chars N]\n"
-        "                   [--timeout S] [--interrupt] [--restart]\n"
-        "                   [--workspace DIR | --connection-file FILE]\n\n"
-        "Runs one cell in the kernel that `sandpit start` launched for the workspace\n"
-        "(by default the current folder), or in the kernel of a connection file. The\n"
-        "code is CODE, the contents of FILE, or standard input (-f - or no code).\n\n"
-        "  --json             print one JSON object: status, execution_count, stdout,\n"
-        "                     stderr, result, error, outputs, files\n"
-        "  --outdir DIR       where images go, as cell-N-K.png (default: outputs/ in\n"
-        "                     the workspace)\n"
-        "  --max-chars N      cut each stream and text to N characters, keeping its\n"
-        "                     beginning and end and saying how many were cut (as\n"
-        "                     text, the end comes when the cell ends; default %d;\n"
-        "                     0: no limit)\n"
-        "  --timeout S        a time limit for this cell (tightens the kernel's own)\n"
-        "  --interrupt        interrupt the cell that is running first\n"
-        "  --restart          restart the interpreter first (its variables are lost)\n\n"
-        "Exit status: 0 when the cell succeeded, 1 when it failed, 2 when it could not\n"
-        "be run (with --json, {\"status\": \"unavailable\", \"reason\": ...}). Ctrl-C\n"
-        "interrupts the cell; SIGTERM and SIGHUP interrupt it and end the command. A\n"
-        "folder with no kernel of its own uses the nearest enclosing one's.\n",
-        DEFAULT_MAX_CHARS);
-}
-
-static int parse_args(int argc, char **argv, struct run_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->max_chars = DEFAULT_MAX_CHARS;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            return 1;
-        } else if (strcmp(s, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(s, "--interrupt") == 0) {
-            a->interrupt = true;
-        } else if (strcmp(s, "--restart") == 0) {
-            a->restart = true;
-        } else if (!next && s[0] == '-' && s[1]) {
-            fprintf(stderr, "sandpit run: %s needs a value (see sandpit run --help)\n",
-                    s);
-            return -EINVAL;
-        } else if (strcmp(s, "--connection-file") == 0) {
-            a->connection_file = argv[++i];
-        } else if (strcmp(s, "--workspace") == 0) {
-            a->workspace = argv[++i];
-        } else if (strcmp(s, "-f") == 0 || strcmp(s, "--file") == 0) {
-            a->code_file = argv[++i];
-        } else if (strcmp(s, "--outdir") == 0) {
-            a->outdir = argv[++i];
-        } else if (strcmp(s, "--timeout") == 0) {
-            a->timeout_s = strtod(next, &end);
-            i++;
-            if (end == next || *end || !(a->timeout_s > 0) || a->timeout_s > 1e7) {
-                fprintf(stderr,
-                        "sandpit run: --timeout needs a number of seconds, not "
-                        "\"%s\"\n",
-                        next);
-                return -EINVAL;
-            }
-        } else if (strcmp(s, "--max-chars") == 0) {
-            unsigned long long v = strtoull(next, &end, 10);
-            i++;
-            if (end == next || *end || next[0] == '-') {
-                fprintf(stderr,
-                        "sandpit run: --max-chars needs a whole number, not "
-                        "\"%s\"\n",
-                        next);
-                return -EINVAL;
-            }
-            a->max_chars = (size_t)v;
-        } else if (s[0] == '-' && s[1]) {
-            fprintf(stderr,
-                    "sandpit run: unknown option \"%s\" (see sandpit run --help)\n", s);
-            return -EINVAL;
-        } else if (!a->code) {
-            a->code = s;
-        } else {
-            fprintf(stderr, "sandpit run: give the code as one argument (quote it), "
-                            "with -f FILE, or on standard input\n");
-            return -EINVAL;
-        }
-    }
-    if (a->code && a->code_file) {
-        fprintf(stderr,
-                "sandpit run: give the code as an argument or with -f, not both\n");
-        return -EINVAL;
-    }
-    if (a->connection_file && a->workspace) {
-        fprintf(stderr, "sandpit run: --workspace and --connection-file name two "
-                        "kernels: give one\n");
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* Reads all of a file ("-": standard input). New string, or NULL with errno. */
-static char *read_all(const char *path)
-{
-    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
     for (;;) {
@@ -180,7 +64,7 @@ static char *read_all(const char *path)
             }
             buf = nb;
         }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
+        ssize_t n = read(0, buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -196,8 +80,6 @@ static char *read_all(const char *path)
         }
         len += (size_t)n;
     }
-    if (fd != 0)
-        close(fd);
     return buf;
 }
 
@@ -453,6 +335,32 @@ static int send_interrupt(struct client *c)
 
 /* Sends the cell and prints what it did: 0 (it succeeded), 1 (it failed), 2
  * (it could not be run: r->why says why). */
+/* Prints the cell's end: with --json, the one object; as text, an error that
+ * came in the reply alone. The exit status: 0 when the cell succeeded, 1 when it
+ * failed, 2 (r->why set) when out of memory. */
+static int print_outcome(struct run *r, const char *cell_status)
+{
+    const struct run_args *a = r->args;
+    if (a->json) {
+        json_t *j = outcome_json(&r->outcome, cell_status, a->max_chars);
+        char *text = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
+        json_decref(j);
+        if (!text) {
+            fail(r, "out of memory");
+            return 2;
+        }
+        printf("%s\n", text);
+        free(text);
+    } else if (strcmp(cell_status, "ok") != 0 && !json_array_size(r->outcome.outputs)) {
+        /* An error that came in the reply alone, or an aborted cell. */
+        char *tb = r->outcome.error ? outcome_traceback_text(r->outcome.error) : NULL;
+        fprintf(stderr, "%s", tb ? tb : "sandpit run: the cell was aborted\n");
+        free(tb);
+    }
+    fflush(stdout);
+    return strcmp(cell_status, "ok") == 0 ? 0 : 1;
+}
+
 static int run_cell(struct run *r, struct client *c, const char *code)
 {
     const struct run_args *a = r->args;
@@ -515,24 +423,7 @@ static int run_cell(struct run *r, struct client *c, const char *code)
     const char *cell_status;
     outcome_finish(&r->outcome, reply, &cell_status);
     msg_free(reply);
-    if (a->json) {
-        json_t *j = outcome_json(&r->outcome, cell_status, a->max_chars);
-        char *text = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
-        json_decref(j);
-        if (!text) {
-            fail(r, "out of memory");
-            return 2;
-        }
-        printf("%s\n", text);
-        free(text);
-    } else if (strcmp(cell_status, "ok") != 0 && !json_array_size(r->outcome.outputs)) {
-        /* An error that came in the reply alone, or an aborted cell. */
-        char *tb = r->outcome.error ? outcome_traceback_text(r->outcome.error) : NULL;
-        fprintf(stderr, "%s", tb ? tb : "sandpit run: the cell was aborted\n");
-        free(tb);
-    }
-    fflush(stdout);
-    return strcmp(cell_status, "ok") == 0 ? 0 : 1;
+    return print_outcome(r, cell_status);
 }
 
 /* Finds the kernel: the workspace's (or the nearest enclosing folder's, said
@@ -584,12 +475,87 @@ static char *read_code(struct run *r, bool *none)
         *none = true;
         return NULL;
     }
-    char *code = read_all(a->code_file ? a->code_file : "-");
+    /* -f FILE: a file a cell may have written (in the workspace), so a link
+     * there is refused rather than followed (it could name a file the sandbox
+     * hides), and a FIFO rather than waited on. */
+    const char *path = a->code_file && strcmp(a->code_file, "-") ? a->code_file : NULL;
+    char *code = NULL;
+    size_t len;
+    int rc = 0;
+    if (path)
+        rc = fsutil_read_file(path, MAX_CODE_BYTES - 1, &code, &len);
+    else if (!(code = read_stdin()))
+        rc = -errno;
     if (!code)
-        fail(r, "cannot read the code from %s: %s",
-             a->code_file && strcmp(a->code_file, "-") ? a->code_file : "standard input",
-             strerror(errno));
+        fail(r, "cannot read the code from %s: %s", path ? path : "standard input",
+             tfile_strerror(rc));
     return code;
+}
+
+/* Before the cell: the kernel interrupted or restarted, as asked (the
+ * workspace's lock held across a restart, in *lock). 0, or 2 with r->why set. */
+static int before_cell(struct run *r, struct instance *in, struct launched *k,
+                       struct client *c, int *lock)
+{
+    const struct run_args *a = r->args;
+    char err[1024];
+    int rc;
+    if (a->interrupt && (rc = send_interrupt(c))) {
+        fail(r, "the kernel did not answer the interrupt: %s", strerror(-rc));
+        return 2;
+    }
+    if (!a->restart)
+        return 0;
+    if (!a->connection_file)
+        *lock = instance_lock(in);
+    rc = launch_restart(k, c, RESTART_TIMEOUT_S, err, sizeof err);
+    if (rc < 0) {
+        fail(r, "cannot restart the kernel: %s", err);
+        return 2;
+    }
+    if (rc == 1 && !a->connection_file)
+        instance_write_state(in, k->pid, k->argv);
+    r->pidfd = k->pidfd;
+    if (!a->json)
+        fprintf(stderr, "sandpit run: the kernel was restarted\n");
+    return 0;
+}
+
+/* Where images go: --outdir, else outputs/ in the workspace. 0, or 2 with r->why. */
+static int set_outdir(struct run *r, const char *workspace)
+{
+    const char *dir = r->args->outdir;
+    if ((dir ? snprintf(r->outdir, sizeof r->outdir, "%s", dir)
+             : snprintf(r->outdir, sizeof r->outdir, "%.4000s/outputs", workspace)) >=
+        (int)sizeof r->outdir) {
+        fail(r, "the output folder's path is too long");
+        return 2;
+    }
+    r->workspace = workspace;
+    return 0;
+}
+
+static void run_release(struct run *r)
+{
+    if (r->sigfd >= 0)
+        close(r->sigfd);
+    if (r->timerfd >= 0)
+        close(r->timerfd);
+    if (r->outdir_fd >= 0)
+        close(r->outdir_fd);
+    outcome_release(&r->outcome);
+}
+
+/* A command line that is not valid, said as one object too with --json. */
+static void bad_command_line(struct run *r, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0) {
+            snprintf(r->why, sizeof r->why,
+                     "the command line is not valid (see sandpit run --help)");
+            print_unavailable(r);
+            return;
+        }
 }
 
 int run_main(int argc, char **argv)
@@ -601,17 +567,11 @@ int run_main(int argc, char **argv)
     r.sigfd = r.pidfd = r.outdir_fd = r.timerfd = -1;
     textcut_init(&r.out, stdout, 0);
     textcut_init(&r.err, stderr, 0);
-    int rc = parse_args(argc, argv, &a);
-    if (rc) {
-        for (int i = 1; rc < 0 && i < argc; i++)
-            if (strcmp(argv[i], "--json") == 0) {
-                snprintf(r.why, sizeof r.why,
-                         "the command line is not valid (see sandpit run --help)");
-                print_unavailable(&r);
-                break;
-            }
+    int rc = run_args_parse(&a, argc, argv);
+    if (rc < 0)
+        bad_command_line(&r, argc, argv);
+    if (rc)
         return rc > 0 ? 0 : 2;
-    }
     struct instance in;
     struct instance_state st;
     struct launched k;
@@ -629,42 +589,17 @@ int run_main(int argc, char **argv)
     }
     textcut_init(&r.out, stdout, a.max_chars);
     textcut_init(&r.err, stderr, a.max_chars);
-    if (find_kernel(&r, &in, &st, &k, &conn))
+    if (find_kernel(&r, &in, &st, &k, &conn) ||
+        (!(code = read_code(&r, &none)) && !none) || set_outdir(&r, in.workspace))
         goto out;
-    if (!(code = read_code(&r, &none)) && !none)
-        goto out;
-    r.workspace = in.workspace;
-    if ((a.outdir ? snprintf(r.outdir, sizeof r.outdir, "%s", a.outdir)
-                  : snprintf(r.outdir, sizeof r.outdir, "%.4000s/outputs",
-                             in.workspace)) >= (int)sizeof r.outdir) {
-        fail(&r, "the output folder's path is too long");
-        goto out;
-    }
     if (client_open(&c, conn, err, sizeof err)) {
         fail(&r, "%s", err);
         goto out;
     }
     open = true;
     r.client = &c;
-    if (a.interrupt && (rc = send_interrupt(&c))) {
-        fail(&r, "the kernel did not answer the interrupt: %s", strerror(-rc));
-        goto out;
-    }
-    if (a.restart) {
-        if (!a.connection_file)
-            lock = instance_lock(&in);
-        rc = launch_restart(&k, &c, RESTART_TIMEOUT_S, err, sizeof err);
-        if (rc < 0) {
-            fail(&r, "cannot restart the kernel: %s", err);
-            goto out;
-        }
-        if (rc == 1 && !a.connection_file)
-            instance_write_state(&in, k.pid, k.argv);
-        r.pidfd = k.pidfd;
-        if (!a.json)
-            fprintf(stderr, "sandpit run: the kernel was restarted\n");
-    }
-    status = code ? run_cell(&r, &c, code) : 0;
+    if (before_cell(&r, &in, &k, &c, &lock) == 0)
+        status = code ? run_cell(&r, &c, code) : 0;
 out:
     textcut_finish(&r.out);
     textcut_finish(&r.err);
@@ -672,16 +607,10 @@ out:
         print_unavailable(&r);
     if (open)
         client_close(&c);
-    if (r.sigfd >= 0)
-        close(r.sigfd);
-    if (r.timerfd >= 0)
-        close(r.timerfd);
-    if (r.outdir_fd >= 0)
-        close(r.outdir_fd);
+    run_release(&r);
     if (lock >= 0)
         close(lock);
     free(code);
-    outcome_release(&r.outcome);
     instance_state_release(&st);
     launch_release(&k);
     return status;

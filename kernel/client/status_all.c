@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "kernel/client/instance.h"
+#include "kernel/util/flags.h"
 #include "sandbox/tfile.h"
 
 /* Whether pid runs `sandpit kernel` (argv[1] is "kernel"). */
@@ -90,18 +92,25 @@ static void print_text(const json_t *list)
     }
 }
 
+struct all_args {
+    bool all, json;
+};
+
+static const struct flag all_flags[] = {
+    {.name = "all", .kind = FLAG_SWITCH, .offset = offsetof(struct all_args, all)},
+    {.name = "json", .kind = FLAG_SWITCH, .offset = offsetof(struct all_args, json)},
+};
+
 int status_all_main(int argc, char **argv)
 {
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--all") != 0) {
-            fprintf(stderr, "sandpit status: --all takes --json only, not \"%s\"\n",
-                    argv[i]);
-            return 2;
-        }
+    struct all_args a = {false, false};
+    const struct flags fl = FLAGS_OF("sandpit status", all_flags, false);
+    char err[256];
+    if (flags_parse(&fl, &a, &argc, argv, err, sizeof err)) {
+        fprintf(stderr, "sandpit status: with --all, %s\n", err);
+        return 2;
     }
+    bool json = a.json;
     char dir[PATH_MAX];
     int dirfd =
         instance_runtime_dir(dir, sizeof dir) == 0 ? tfile_open_root(dir) : -ENOENT;

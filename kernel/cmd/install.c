@@ -13,16 +13,19 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernel/embedded.h"
+#include "kernel/util/flags.h"
 #include "kernel/util/fsutil.h"
 #include "kernel/cmd/launcher_spec.h"
 #include "kernel/options.h"
 #include "kernel/supervisor/respawn.h"
+#include "sandbox/tfile.h"
 
 static void usage(FILE *f)
 {
@@ -44,20 +47,6 @@ static void usage(FILE *f)
     options_usage(f);
 }
 
-static int write_file(const char *dir, const char *name, const void *data, size_t len)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -errno;
-    size_t w = fwrite(data, 1, len, f);
-    int rc = fclose(f);
-    if (w != len || rc != 0)
-        return -EIO;
-    return 0;
-}
-
 int install_data_dir(bool user, const char *prefix, char *out, size_t len)
 {
     int n;
@@ -68,24 +57,6 @@ int install_data_dir(bool user, const char *prefix, char *out, size_t len)
     else
         return fsutil_jupyter_data_dir(out, len);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-/* What the install option a needs after it, or NULL if a takes no value. */
-static const char *install_value_name(const char *a)
-{
-    static const char *const takes[][2] = {
-        {"--prefix", "a folder"},
-        {"--name", "a name"},
-        {"--display-name", "a text"},
-        {"--interrupt-mode", "message or signal"},
-        {"--profile", "default or agent"},
-        {"--enterprise-gateway", "distributed or kubernetes"},
-        {"--image", "an image name"},
-    };
-    for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
-        if (strcmp(a, takes[i][0]) == 0)
-            return takes[i][1];
-    return NULL;
 }
 
 bool install_valid_name(const char *name)
@@ -121,174 +92,225 @@ static int absolute_workspace(struct options *o)
     return 0;
 }
 
-int install_main(int argc, char **argv)
+/* The command line of install: its own flags, then the kernel's options. */
+struct install_args {
+    bool user, agent, help;
+    const char *prefix, *name, *display, *interrupt_mode, *gateway, *image;
+    struct options *o;
+    char gw_name[80], gw_display[128]; /* the default names with the gateway's kind */
+};
+
+static int set_profile(void *base, const struct flag *f, const char *v, char *err,
+                       size_t errlen)
 {
-    bool user = false, agent = false;
-    const char *prefix = NULL, *name = NULL, *display = NULL, *interrupt_mode = "message";
-    const char *gateway = NULL, *image = NULL;
-    char gw_name[80], gw_display[128];
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, status = 2; /* until the command line has been read */
-    struct options o;
-    options_init(&o);
-    if (!rest)
-        return 1;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        const char *what = install_value_name(a);
-        if (what && !next) {
-            fprintf(stderr, "sandpit install: %s needs %s\n", a, what);
-            goto out;
-        }
-        if (strcmp(a, "--user") == 0) {
-            user = true;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            status = 0;
-            goto out;
-        } else if (strcmp(a, "--prefix") == 0) {
-            prefix = argv[++i];
-        } else if (strcmp(a, "--name") == 0) {
-            name = argv[++i];
-        } else if (strcmp(a, "--display-name") == 0) {
-            display = argv[++i];
-        } else if (strcmp(a, "--interrupt-mode") == 0) {
-            interrupt_mode = argv[++i];
-        } else if (strcmp(a, "--enterprise-gateway") == 0) {
-            gateway = argv[++i];
-        } else if (strcmp(a, "--image") == 0) {
-            image = argv[++i];
-        } else if (strcmp(a, "--profile") == 0) {
-            const char *p = argv[++i];
-            char perr[128];
-            if (options_apply_profile(&o, p, perr, sizeof perr)) {
-                fprintf(stderr, "sandpit install: %s\n", perr);
-                goto out;
-            }
-            agent = strcmp(p, "agent") == 0;
-        } else {
-            rest[nrest++] = argv[i];
-        }
+    struct install_args *a = base;
+    (void)f;
+    a->agent = strcmp(v, "agent") == 0;
+    return options_apply_profile(a->o, v, err, errlen);
+}
+
+#define OFF(f) offsetof(struct install_args, f)
+
+static const struct flag install_flags[] = {
+    {.name = "help", .letter = 'h', .kind = FLAG_HELP},
+    {.name = "user", .kind = FLAG_SWITCH, .offset = OFF(user)},
+    {.name = "prefix", .kind = FLAG_TEXT, .needs = "a folder", .offset = OFF(prefix)},
+    {.name = "name", .kind = FLAG_TEXT, .needs = "a name", .offset = OFF(name)},
+    {.name = "display-name",
+     .kind = FLAG_TEXT,
+     .needs = "a text",
+     .offset = OFF(display)},
+    {.name = "interrupt-mode",
+     .kind = FLAG_TEXT,
+     .needs = "message or signal",
+     .offset = OFF(interrupt_mode)},
+    {.name = "enterprise-gateway",
+     .kind = FLAG_TEXT,
+     .needs = "distributed or kubernetes",
+     .offset = OFF(gateway)},
+    {.name = "image", .kind = FLAG_TEXT, .needs = "an image name", .offset = OFF(image)},
+    {.name = "profile",
+     .kind = FLAG_CALL,
+     .needs = "default or agent",
+     .call = set_profile},
+};
+
+/* The kernelspec's name and display name, from the profile and the gateway's
+ * kind unless given. 0, or -EINVAL (said on stderr). */
+static int default_names(struct install_args *a)
+{
+    if (!a->name) {
+        a->name = a->agent ? "sandpit-agent" : "sandpit";
+        if (a->gateway &&
+            snprintf(a->gw_name, sizeof a->gw_name, "%s-%s", a->name, a->gateway) > 0)
+            a->name = a->gw_name;
     }
-    if (user && prefix) {
-        fprintf(stderr, "sandpit install: --user and --prefix cannot be used together\n");
-        goto out;
+    if (!a->display) {
+        a->display = a->agent ? "Python 3 (sandpit, agent)" : "Python 3 (sandpit)";
+        if (a->gateway &&
+            snprintf(a->gw_display, sizeof a->gw_display, "%.*s, %s)",
+                     (int)strlen(a->display) - 1, a->display, a->gateway) > 0)
+            a->display = a->gw_display;
     }
-    if (strcmp(interrupt_mode, "message") != 0 && strcmp(interrupt_mode, "signal") != 0) {
-        fprintf(stderr, "sandpit install: --interrupt-mode takes message or signal\n");
-        goto out;
-    }
-    char err[PATH_MAX + 256];
-    if (options_parse(&o, nrest, rest, err, sizeof err) ||
-        options_check(&o, err, sizeof err) ||
-        options_resolve_paths(&o, err, sizeof err)) {
-        fprintf(stderr, "sandpit install: %s\n", err);
-        goto out;
-    }
-    if (absolute_workspace(&o)) {
-        fprintf(stderr, "sandpit install: --workspace %s cannot be made absolute\n",
-                o.workspace);
-        goto out;
-    }
-    if ((gateway && !launcher_spec_known(gateway)) || (image && !gateway)) {
-        fprintf(stderr, "sandpit install: --enterprise-gateway takes distributed or "
-                        "kubernetes (--image goes with kubernetes)\n");
-        goto out;
-    }
-    if (!name) {
-        name = agent ? "sandpit-agent" : "sandpit";
-        if (gateway && snprintf(gw_name, sizeof gw_name, "%s-%s", name, gateway) > 0)
-            name = gw_name;
-    }
-    if (!display) {
-        display = agent ? "Python 3 (sandpit, agent)" : "Python 3 (sandpit)";
-        if (gateway && snprintf(gw_display, sizeof gw_display, "%.*s, %s)",
-                                (int)strlen(display) - 1, display, gateway) > 0)
-            display = gw_display;
-    }
-    if (!install_valid_name(name)) {
+    if (!install_valid_name(a->name)) {
         fprintf(stderr,
                 "sandpit install: a kernel name uses only letters, digits, -, _ "
                 "and . (\"%s\")\n",
-                name);
-        goto out;
+                a->name);
+        return -EINVAL;
     }
-    status = 1; /* the command line was right: what fails now is a failure */
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        perror("sandpit install: cannot find this binary");
-        goto out;
-    }
-    self[n] = 0;
-    /* A kernelspec that runs here must find its worker (a gateway's kernels run
-     * on other hosts or in an image, with theirs). */
-    char worker[PATH_MAX];
-    if (!gateway && respawn_worker_program(worker, sizeof worker, err, sizeof err)) {
-        fprintf(stderr, "sandpit install: no kernel could start: %s\n", err);
-        goto out;
-    }
+    return 0;
+}
 
-    char dir[PATH_MAX], base[PATH_MAX];
-    int rc = install_data_dir(user, prefix, base, sizeof base);
-    if (rc || snprintf(dir, sizeof dir, "%s/kernels/%s", base, name) >= (int)sizeof dir) {
-        fprintf(stderr, "sandpit install: cannot work out where to install (%s)\n",
-                strerror(rc ? -rc : ENAMETOOLONG));
-        goto out;
+/* Reads and checks the command line into a and a->o. 0, FLAGS_HELP, or -EINVAL
+ * (said on stderr). */
+static int parse_args(struct install_args *a, int argc, char **argv)
+{
+    char err[PATH_MAX + 256];
+    const struct flags fl = FLAGS_OF("sandpit install", install_flags, true);
+    int rc = flags_parse(&fl, a, &argc, argv, err, sizeof err);
+    if (rc == FLAGS_HELP)
+        return rc;
+    if (rc)
+        goto bad;
+    if (a->user && a->prefix) {
+        fprintf(stderr, "sandpit install: --user and --prefix cannot be used together\n");
+        return -EINVAL;
     }
+    if (strcmp(a->interrupt_mode, "message") != 0 &&
+        strcmp(a->interrupt_mode, "signal") != 0) {
+        fprintf(stderr, "sandpit install: --interrupt-mode takes message or signal\n");
+        return -EINVAL;
+    }
+    if ((rc = options_parse(a->o, argc, argv, err, sizeof err)) ||
+        (rc = options_check(a->o, err, sizeof err)) ||
+        (rc = options_resolve_paths(a->o, err, sizeof err)))
+        goto bad;
+    if (absolute_workspace(a->o)) {
+        fprintf(stderr, "sandpit install: --workspace %s cannot be made absolute\n",
+                a->o->workspace);
+        return -EINVAL;
+    }
+    if ((a->gateway && !launcher_spec_known(a->gateway)) || (a->image && !a->gateway)) {
+        fprintf(stderr, "sandpit install: --enterprise-gateway takes distributed or "
+                        "kubernetes (--image goes with kubernetes)\n");
+        return -EINVAL;
+    }
+    return default_names(a);
+bad:
+    fprintf(stderr, "sandpit install: %s\n", err);
+    return -EINVAL;
+}
+
+/* The kernelspec (new), its argv starting self; NULL when out of memory. */
+static json_t *kernelspec(const struct install_args *a, const char *self)
+{
     char **kargv = NULL;
-    int kargc = 0;
     const char *head[] = {self, "kernel", "-f", "{connection_file}"};
     json_t *jargv = json_array();
     for (size_t i = 0; i < 4; i++)
         json_array_append_new(jargv, json_string(head[i]));
-    kargc = options_to_argv(&o, &kargv, 0);
+    int kargc = options_to_argv(a->o, &kargv, 0);
     for (int i = 0; i < kargc; i++) {
         json_array_append_new(jargv, json_string(kargv[i]));
         free(kargv[i]);
     }
     free(kargv);
-    json_t *spec = json_pack("{s:o, s:s, s:s, s:s, s:{s:b}}", "argv", jargv,
-                             "display_name", display, "language", "python",
-                             "interrupt_mode", interrupt_mode, "metadata", "debugger", 0);
-    if (spec && gateway &&
-        (rc = launcher_spec_apply(spec, gateway, image, dir, err, sizeof err))) {
-        fprintf(stderr, "sandpit install: %s\n", err);
-        json_decref(spec);
-        goto out;
-    }
-    char *text = spec ? json_dumps(spec, JSON_INDENT(2)) : NULL;
-    json_decref(spec);
-    if (!text || (rc = fsutil_mkdir_p(dir, 0755)) != 0 ||
-        (rc = write_file(dir, "kernel.json", text, strlen(text))) != 0) {
-        fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
-                strerror(rc ? -rc : ENOMEM));
-        free(text);
-        goto out;
-    }
-    free(text);
+    return json_pack("{s:o, s:s, s:s, s:s, s:{s:b}}", "argv", jargv, "display_name",
+                     a->display, "language", "python", "interrupt_mode",
+                     a->interrupt_mode, "metadata", "debugger", 0);
+}
+
+/* Writes name in dir, whole or not at all. 0, or -errno (said on stderr). */
+static int write_in(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[PATH_MAX];
+    int rc = snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path
+                 ? -ENAMETOOLONG
+                 : fsutil_write_file(path, data, len, 0644);
+    if (rc)
+        fprintf(stderr, "sandpit install: cannot write %s/%s: %s\n", dir, name,
+                tfile_strerror(rc));
+    return rc;
+}
+
+/* Writes spec's kernel.json and the logos into dir. 0, or -errno (said on stderr). */
+static int write_spec(const char *dir, const json_t *spec)
+{
     static const char *const logos[][2] = {
         {"kernelspec/logo-32x32.png", "logo-32x32.png"},
         {"kernelspec/logo-64x64.png", "logo-64x64.png"},
         {"kernelspec/logo-svg.svg", "logo-svg.svg"},
     };
-    for (size_t i = 0; i < 3; i++) {
+    char *text = json_dumps(spec, JSON_INDENT(2));
+    int rc = text ? fsutil_mkdir_p(dir, 0755) : -ENOMEM;
+    if (rc)
+        fprintf(stderr, "sandpit install: cannot write %s/kernel.json: %s\n", dir,
+                strerror(-rc));
+    else
+        rc = write_in(dir, "kernel.json", text, strlen(text));
+    free(text);
+    for (size_t i = 0; i < 3 && !rc; i++) {
         const struct embedded_file *f = embedded_logos_find(logos[i][0]);
-        if (f && (rc = write_file(dir, logos[i][1], f->data, f->len)) != 0) {
-            fprintf(stderr, "sandpit install: cannot write %s/%s: %s\n", dir, logos[i][1],
-                    strerror(-rc));
-            goto out;
-        }
+        if (f)
+            rc = write_in(dir, logos[i][1], f->data, f->len);
     }
-    printf("Installed kernelspec %s in %s%s\n", name, dir,
-           user || prefix ? ""
-                          : " (system-wide: for every user; --user installs it for you "
-                            "alone)");
-    status = 0;
-out:
+    return rc;
+}
+
+/* Installs the kernelspec the command line a describes. 0 or 1 (said on stderr). */
+static int install(const struct install_args *a)
+{
+    char err[PATH_MAX + 256], self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        perror("sandpit install: cannot find this binary");
+        return 1;
+    }
+    self[n] = 0;
+    /* A kernelspec that runs here must find its worker (a gateway's kernels run
+     * on other hosts or in an image, with theirs). */
+    char worker[PATH_MAX];
+    if (!a->gateway && respawn_worker_program(worker, sizeof worker, err, sizeof err)) {
+        fprintf(stderr, "sandpit install: no kernel could start: %s\n", err);
+        return 1;
+    }
+    char dir[PATH_MAX], base[PATH_MAX];
+    int rc = install_data_dir(a->user, a->prefix, base, sizeof base);
+    if (rc ||
+        snprintf(dir, sizeof dir, "%s/kernels/%s", base, a->name) >= (int)sizeof dir) {
+        fprintf(stderr, "sandpit install: cannot work out where to install (%s)\n",
+                strerror(rc ? -rc : ENAMETOOLONG));
+        return 1;
+    }
+    json_t *spec = kernelspec(a, self);
+    if (!spec)
+        fprintf(stderr, "sandpit install: out of memory\n");
+    else if (a->gateway &&
+             (rc = launcher_spec_apply(spec, a->gateway, a->image, dir, err, sizeof err)))
+        fprintf(stderr, "sandpit install: %s\n", err);
+    else
+        rc = write_spec(dir, spec);
+    json_decref(spec);
+    if (!spec || rc)
+        return 1;
+    printf("Installed kernelspec %s in %s%s\n", a->name, dir,
+           a->user || a->prefix ? ""
+                                : " (system-wide: for every user; --user installs it "
+                                  "for you alone)");
+    return 0;
+}
+
+int install_main(int argc, char **argv)
+{
+    struct options o;
+    struct install_args a = {.interrupt_mode = "message", .o = &o};
+    options_init(&o);
+    int rc = parse_args(&a, argc, argv), status;
+    if (rc == FLAGS_HELP)
+        usage(stdout);
+    /* 2 for a wrong command line; once it was right, what fails is a failure */
+    status = rc == FLAGS_HELP ? 0 : rc ? 2 : install(&a);
     options_release(&o);
-    free(rest);
     return status;
 }

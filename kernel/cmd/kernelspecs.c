@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/util/flags.h"
 #include "kernel/util/fsutil.h"
 #include "kernel/cmd/install.h"
 
@@ -118,13 +120,18 @@ static void print_spec(const char *name, const char *dir, const json_t *spec, bo
 
 int kernelspecs_list_main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: sandpit list\n\nShows the sandpit kernelspecs that Jupyter "
-                   "finds, in the order it looks for them, with their options.\n");
-            return 0;
-        }
-        fprintf(stderr, "sandpit list: unexpected argument \"%s\"\n", argv[i]);
+    static const struct flag list_flags[] = {
+        {.name = "help", .letter = 'h', .kind = FLAG_HELP}};
+    const struct flags fl = FLAGS_OF("sandpit list", list_flags, false);
+    char err[256];
+    int rc = flags_parse(&fl, NULL, &argc, argv, err, sizeof err);
+    if (rc == FLAGS_HELP) {
+        printf("usage: sandpit list\n\nShows the sandpit kernelspecs that Jupyter "
+               "finds, in the order it looks for them, with their options.\n");
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "sandpit list: %s\n", err);
         return 2;
     }
     char *dirs[SEARCH_MAX] = {0}, *names[256];
@@ -165,36 +172,39 @@ int kernelspecs_list_main(int argc, char **argv)
     return 0;
 }
 
+struct uninstall_args {
+    bool user;
+    const char *prefix, *name;
+};
+
+#define OFF(f) offsetof(struct uninstall_args, f)
+
+static const struct flag uninstall_flags[] = {
+    {.name = "help", .letter = 'h', .kind = FLAG_HELP},
+    {.name = "user", .kind = FLAG_SWITCH, .offset = OFF(user)},
+    {.name = "prefix", .kind = FLAG_TEXT, .needs = "a folder", .offset = OFF(prefix)},
+    {.name = "name", .kind = FLAG_TEXT, .needs = "a name", .offset = OFF(name)},
+};
+
 int kernelspecs_uninstall_main(int argc, char **argv)
 {
-    bool user = false;
-    const char *prefix = NULL, *name = "sandpit";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            printf("usage: sandpit uninstall [--user | --prefix DIR] [--name NAME]\n\n"
-                   "Removes the sandpit kernelspec NAME (default sandpit) from where "
-                   "`sandpit install`\nwith the same options puts it: system-wide, the "
-                   "Jupyter data folder (--user),\nor DIR/share/jupyter (--prefix).\n");
-            return 0;
-        } else if (strcmp(a, "--user") == 0) {
-            user = true;
-        } else if (strcmp(a, "--prefix") == 0 && next) {
-            prefix = argv[++i];
-        } else if (strcmp(a, "--name") == 0 && next) {
-            name = argv[++i];
-        } else if (strcmp(a, "--prefix") == 0 || strcmp(a, "--name") == 0) {
-            fprintf(stderr, "sandpit uninstall: %s needs %s\n", a,
-                    strcmp(a, "--prefix") == 0 ? "a folder" : "a name");
-            return 2;
-        } else {
-            fprintf(stderr,
-                    "sandpit uninstall: unexpected argument \"%s\" (see sandpit "
-                    "uninstall --help)\n",
-                    a);
-            return 2;
-        }
+    struct uninstall_args a = {.name = "sandpit"};
+    const struct flags fl = FLAGS_OF("sandpit uninstall", uninstall_flags, false);
+    char err[256];
+    int rc = flags_parse(&fl, &a, &argc, argv, err, sizeof err);
+    if (rc == FLAGS_HELP) {
+        printf("usage: sandpit uninstall [--user | --prefix DIR] [--name NAME]\n\n"
+               "Removes the sandpit kernelspec NAME (default sandpit) from where "
+               "`sandpit install`\nwith the same options puts it: system-wide, the "
+               "Jupyter data folder (--user),\nor DIR/share/jupyter (--prefix).\n");
+        return 0;
     }
+    if (rc) {
+        fprintf(stderr, "sandpit uninstall: %s\n", err);
+        return 2;
+    }
+    bool user = a.user;
+    const char *prefix = a.prefix, *name = a.name;
     if (user && prefix) {
         fprintf(stderr,
                 "sandpit uninstall: --user and --prefix cannot be used together\n");
@@ -205,7 +215,7 @@ int kernelspecs_uninstall_main(int argc, char **argv)
         return 2;
     }
     char base[PATH_MAX], dir[PATH_MAX];
-    int rc = install_data_dir(user, prefix, base, sizeof base);
+    rc = install_data_dir(user, prefix, base, sizeof base);
     if (rc || snprintf(dir, sizeof dir, "%s/kernels/%s", base, name) >= (int)sizeof dir) {
         fprintf(stderr, "sandpit uninstall: cannot work out where to look (%s)\n",
                 strerror(rc ? -rc : ENAMETOOLONG));

@@ -21,6 +21,7 @@
 
 #include "kernel/util/fsutil.h"
 #include "protocol/errbuf.h"
+#include "sandbox/tfile.h"
 
 /* The gateway's options and its placeholders, in the order its own
  * kernelspecs give them. */
@@ -173,23 +174,19 @@ static int write_pod_template(const char *dir, const json_t *local_argv, char *e
     if (snprintf(scripts, sizeof scripts, "%s/scripts", dir) >= (int)sizeof scripts ||
         snprintf(path, sizeof path, "%s/kernel-pod.yaml.j2", scripts) >= (int)sizeof path)
         return errbuf_set(-ENAMETOOLONG, err, errlen, "the path %s is too long", dir);
-    char *command = pod_command(local_argv);
-    if (!command)
+    char *command = pod_command(local_argv), *text = NULL;
+    if (!command || asprintf(&text, "%s%s%s", pod_head, command, pod_tail) < 0) {
+        free(command);
         return errbuf_set(-ENOMEM, err, errlen, "out of memory");
-    int rc = fsutil_mkdir_p(scripts, 0755);
-    FILE *f = rc ? NULL : fopen(path, "w");
-    if (!f && !rc)
-        rc = -errno;
-    if (f) {
-        fputs(pod_head, f);
-        fputs(command, f);
-        fputs(pod_tail, f);
-        if (fclose(f) != 0)
-            rc = -errno;
     }
     free(command);
+    int rc = fsutil_mkdir_p(scripts, 0755);
+    if (!rc)
+        rc = fsutil_write_file(path, text, strlen(text), 0644);
+    free(text);
     if (rc)
-        return errbuf_set(rc, err, errlen, "cannot write %s: %s", path, strerror(-rc));
+        return errbuf_set(rc, err, errlen, "cannot write %s: %s", path,
+                          tfile_strerror(rc));
     return 0;
 }
 

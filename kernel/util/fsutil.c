@@ -57,3 +57,44 @@ int fsutil_jupyter_data_dir(char *out, size_t len)
         return -ENOENT;
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
+
+/* Opens the folder of path and points *leaf at its last component. The
+ * descriptor, or -errno. */
+static int open_parent(const char *path, const char **leaf)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    *leaf = slash ? slash + 1 : path;
+    if (!**leaf)
+        return -EISDIR; /* "dir/" names a folder */
+    int n = !slash ? snprintf(dir, sizeof dir, ".")
+            : slash == path
+                ? snprintf(dir, sizeof dir, "/")
+                : snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (n < 0 || (size_t)n >= sizeof dir)
+        return -ENAMETOOLONG;
+    return tfile_open_root(dir);
+}
+
+int fsutil_write_file(const char *path, const void *buf, size_t len, mode_t mode)
+{
+    const char *leaf;
+    int dirfd = open_parent(path, &leaf);
+    if (dirfd < 0)
+        return dirfd;
+    int rc = tfile_write(dirfd, leaf, buf, len, mode, TFILE_REPLACE);
+    close(dirfd);
+    return rc;
+}
+
+int fsutil_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    const char *leaf;
+    *out = NULL;
+    int dirfd = open_parent(path, &leaf);
+    if (dirfd < 0)
+        return dirfd;
+    int rc = tfile_read(dirfd, leaf, max, out, len);
+    close(dirfd);
+    return rc;
+}

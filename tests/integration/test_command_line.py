@@ -158,3 +158,20 @@ def test_a_command_that_fails_exits_1(tmp_path):
                                                          str(tmp_path))):
         proc = sandpit(*args, env=env)
         assert proc.returncode == 1 and "cannot use" in proc.stderr, (args, proc.stderr)
+
+
+def test_install_replaces_a_link_rather_than_writing_through_it(tmp_path):
+    """A kernelspec's files are written whole under a fresh name and moved into
+    place: a link left at kernel.json is replaced, what it points to kept."""
+    prefix = tmp_path / "prefix"
+    folder = prefix / "share" / "jupyter" / "kernels" / "sandpit"
+    folder.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("kept")
+    (folder / "kernel.json").symlink_to(elsewhere)
+    proc = sandpit("install", "--prefix", str(prefix))
+    assert proc.returncode == 0, proc.stderr
+    assert elsewhere.read_text() == "kept"
+    assert not (folder / "kernel.json").is_symlink()
+    assert json.loads((folder / "kernel.json").read_text())["argv"][1] == "kernel"
+    assert not [n for n in os.listdir(folder) if n.startswith(".sandpit-")]

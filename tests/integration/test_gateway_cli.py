@@ -315,3 +315,23 @@ def test_start_venv_makes_its_packages_importable(ws, tmp_path):
         out, _ = run_json(ws, "attempt('write', %r)" % str(site / "envpkg.py"), check=0)
         assert eval(out["result"]) in ("EACCES", "EROFS")
         assert (site / "envpkg.py").read_text() == "WHERE = 'the venv'\n"
+
+
+def test_a_code_file_is_never_read_through_a_link_or_a_fifo(tmp_path):
+    """`run -f FILE` reads a file a cell may have written (one in the workspace): a
+    link there is refused, not followed to a file the sandbox hides from cells,
+    and a FIFO is refused at once rather than waited on. No kernel is needed:
+    the code is read before the kernel is reached."""
+    secret = tmp_path / "hidden-from-cells.txt"
+    secret.write_text("print('what the sandbox hides')\n")
+    link = tmp_path / "cell.py"
+    link.symlink_to(secret)
+    fifo = tmp_path / "cell.fifo"
+    os.mkfifo(fifo)
+    conn = str(tmp_path / "no-such-kernel.json")
+    for path, words in ((link, "a symbolic link is in the way"),
+                        (fifo, "not a regular file")):
+        p = sandpit("run", "--connection-file", conn, "-f", str(path), cwd=tmp_path)
+        assert p.returncode == 2, (p.stdout, p.stderr)
+        assert "cannot read the code from %s: %s" % (path, words) in p.stderr, p.stderr
+

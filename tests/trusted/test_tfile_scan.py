@@ -27,17 +27,9 @@ ALLOWED = [
     # The Jupyter runtime folder: the client commands' instance files and the
     # connection files they write. Every worker has it hidden (sandbox/home.c:
     # "every runtime folder Jupyter uses or used"), whatever its workspace.
-    ("kernel/client/connfile.c", "unlink", "unlink(tmp)", "runtime folder, hidden"),
-    ("kernel/client/connfile.c", "open", "open(tmp, O_WRONLY | O_CREAT | O_EXCL",
-     "runtime folder, hidden; O_EXCL"),
-    ("kernel/client/connfile.c", "rename", "rename(tmp, path)", "runtime folder, hidden"),
     ("kernel/client/instance.c", "open", "open(in->lock_file", "runtime folder, hidden"),
     ("kernel/client/instance.c", "fopen", "fopen(path, \"r\")", "runtime folder, hidden"),
     ("kernel/client/instance.c", "unlink", "unlink(", "runtime folder, hidden"),
-    ("kernel/client/instance.c", "open", "open(tmp, O_WRONLY | O_CREAT | O_EXCL",
-     "runtime folder, hidden; O_EXCL"),
-    ("kernel/client/instance.c", "rename", "rename(tmp, in->state_file)",
-     "runtime folder, hidden"),
     ("kernel/client/launch.c", "open", "open(log_path", "the instance's log, runtime folder"),
     ("kernel/client/mcp.c", "unlink", "unlink(m.log)", "the mcp kernel's log, runtime folder"),
     ("kernel/client/launch.c", "fopen", "fopen(log_path", "the instance's log, runtime folder"),
@@ -64,14 +56,10 @@ ALLOWED = [
     ("sandbox/cgroup.c", "opendir", "opendir(base)", "cgroupfs"),
     ("sandbox/cgroup.c", "rmdir", "rmdir(", "cgroupfs"),
     ("sandbox/cgroup.c", "mkdir", "mkdir(path, 0755)", "cgroupfs"),
-    # A path the user names on the command line, read as `cat` would.
-    ("kernel/client/run.c", "open", "open(path, O_RDONLY", "`sandpit run -f FILE`: the user's"),
     # Kernelspecs and their scripts: written into Jupyter's data folders by
     # `sandpit install` / `gateway-spec` / `uninstall`, run by the user, never
     # by a worker; no worker can write there (the data folder's kernels/ is
     # read-only to it: sandbox/home.c).
-    ("kernel/cmd/install.c", "fopen", "fopen(path, \"wb\")", "kernelspec, user's command"),
-    ("kernel/cmd/launcher_spec.c", "fopen", "fopen(path, \"w\")", "kernelspec, user's command"),
     ("kernel/cmd/kernelspecs.c", "rmdir", "rmdir(dir)", "kernelspec, user's command"),
     # mkdir -p of a folder the user chose, or of the user's own folders
     # (Jupyter's data and runtime folders, the cache's parent); where a
