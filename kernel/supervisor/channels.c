@@ -298,7 +298,7 @@ static bool take(struct channels *c, enum connection_channel ch,
     int rc = msg_parse(frames, (size_t)n, c->sign, &m, err, sizeof err);
     if (rc == -EPROTO) {
         log_warn("an unreadable message on %s: %s", connection_channel_name(ch), err);
-        sink->unreadable(sink->data, ch, m, err);
+        sink->unreadable(sink->data, ch, &m, err);
     } else if (rc) {
         log_limited(&refused_logged, LOG_WARN, "dropped a message on %s: %s",
                     connection_channel_name(ch), err);

@@ -198,11 +198,11 @@ static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
     return !loop_stopped(s->loop);
 }
 
-static void on_unreadable(void *data, enum connection_channel ch, struct msg *m,
+static void on_unreadable(void *data, enum connection_channel ch, struct msg **m,
                           const char *why)
 {
     struct supervisor *s = data;
-    if (!own_message(s, m, ch))
+    if (!own_message(s, *m, ch))
         dispatch_unreadable(&s->k, m, ch, why);
 }
 
