@@ -470,24 +470,3 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
         msg_free(reply);
     return rc;
 }
-
-int client_heartbeat(struct client *c, int timeout_ms)
-{
-    void *s = c->sockets[CONNECTION_HB];
-    char buf[64];
-    while (zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
-        ; /* an echo of an earlier ping */
-    if (zmq_send(s, "ping", 4, ZMQ_DONTWAIT) != 4)
-        return -errno;
-    zmq_pollitem_t item = {.socket = s, .events = ZMQ_POLLIN};
-    double deadline = monotime_now() + timeout_ms / 1000.0;
-    for (;;) {
-        double left = deadline - monotime_now();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        if (zmq_poll(&item, 1, (long)(left * 1000) + 1) < 0 && errno != EINTR)
-            return -errno;
-        if (zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
-            return 0;
-    }
-}
