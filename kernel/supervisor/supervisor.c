@@ -3,7 +3,7 @@
  * who follows one execute_request goes down the files in this order:
  *
  *   loop.c        loop_run: poll; the shell socket is readable
- *   channels.c    channels_drain: recv_frames, msg_parse (wire_split,
+ *   channels.c    channels_drain: zrecv_read, msg_parse (wire_split,
  *                 sign_verify: protocol/), then the sink below
  *   dispatch.c    dispatch_msg: the table says the worker answers it
  *   shells.c      shells_submit: queued in its shell; shells_pump then
