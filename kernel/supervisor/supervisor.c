@@ -19,12 +19,19 @@
  *                 (shells.c): the reply, then idle
  *   outbox.c      outbox_reply, outbox_idle; channels.c channels_send
  *
- * The supervisor never runs user code and never blocks: every socket is read
- * without waiting, every send is ZMQ_DONTWAIT, and the link to the worker is
- * written from a buffer when it is writable. Signals arrive on a signalfd, so
- * a SIGINT or SIGCHLD is one more event in the loop. Everything the worker
- * does that could go wrong (dying, hanging, flooding) is an event here,
- * answered with an error on the request that was running. A kernel started by
+ * The supervisor never runs user code and never waits for a client or the
+ * worker: every socket is read without waiting, every send is ZMQ_DONTWAIT,
+ * and the link to the worker is written from a buffer when it is writable.
+ * Signals arrive on a signalfd, so a SIGINT or SIGCHLD is one more event in
+ * the loop. It waits in three places of its own, each bounded: for the worker
+ * template's answer when it forks a worker, at most 1 s (template.c; it comes
+ * in a fork's time, and a slower template is taken down); for the history's
+ * SQLite file while another kernel writes to it, at most 10 ms at a time while
+ * the loop runs, and 1 s a statement at the start, at a restart in place and
+ * at the end (history.c); and, once the loop has ended, for the last worker's
+ * exit, up to 2 s (supervisor_release). Everything the worker does that
+ * could go wrong (dying, hanging, flooding) is an event here, answered with an
+ * error on the request that was running. A kernel started by
  * Jupyter Enterprise Gateway (kernel/cmd/launcher.c) reports its ports once they are
  * bound, and serves the gateway's communication port (commport.c) in the loop. */
 #include "kernel/supervisor/supervisor.h"
@@ -538,7 +545,8 @@ static void supervisor_release(struct supervisor *s)
         respawn_release(&s->respawn); /* the template too */
         child_end_all(s->child);
         /* Reap the last worker so that it is not left a zombie for our parent, and
-         * so that its cgroup can go (a large one takes a moment to tear down). */
+         * so that its cgroup can go (a large one takes a moment to tear down): up
+         * to 2 s, after the loop has ended, with nothing left to serve. */
         for (int i = 0; i < 2000 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
             usleep(1000);
         child_free(s->child);
