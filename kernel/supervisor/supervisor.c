@@ -449,30 +449,30 @@ static int open_gateway(struct supervisor *s)
     return rc;
 }
 
-static int supervisor_init(struct supervisor *s, struct options *opts,
-                           struct launcher *gw)
+/* Large blocks (a chart on its way, the worker's frames and the messages made
+ * of them) come from the heap and go back to it when freed, so that the next
+ * large output reuses their pages rather than faulting in new ones; child.c
+ * gives the heap back to the system once large frames stop coming. Fixed, the
+ * thresholds are not moved by glibc: only blocks over 64 MiB are mapped apart,
+ * and free() itself never trims. */
+static void tune_memory(void)
 {
-    memset(s, 0, sizeof *s);
-    /* Large blocks (a chart on its way, the worker's frames and the messages made
-     * of them) come from the heap and go back to it when freed, so that the next
-     * large output reuses their pages rather than faulting in new ones; child.c
-     * gives the heap back to the system once large frames stop coming. Fixed,
-     * the thresholds are not moved by glibc: only blocks over 64 MiB are mapped
-     * apart, and free() itself never trims. */
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     /* And the first large output maps its blocks in one call each rather
      * than a page fault per page (prefault.h): jansson's strings and texts,
      * the link's buffer and frames. */
     json_set_alloc_funcs(prefault_malloc, free);
-    s->opts = opts;
-    s->gateway = gw;
-    s->sigfd = -1;
-    /* The worker starts first, so that its exec and Python's start overlap with
-     * everything below (the key, the history, ZeroMQ's threads and sockets): it
-     * needs only the folders and the options. It is exec'd, so it holds none of
-     * this process's memory, and its hello waits on the link until the loop
-     * runs. */
+}
+
+/* The worker starts first, so that its exec and Python's start overlap with
+ * everything after (the key, the history, ZeroMQ's threads and sockets): it
+ * needs only the folders and the options. It is exec'd, so it holds none of
+ * this process's memory, and its hello waits on the link until the loop
+ * runs. */
+static int start_worker(struct supervisor *s)
+{
+    struct options *opts = s->opts;
     int rc = prepare_folders(s);
     if (rc || (rc = open_signals(s)))
         return rc;
@@ -486,9 +486,15 @@ static int supervisor_init(struct supervisor *s, struct options *opts,
     if ((rc = respawn_init(&s->respawn, &s->k, s->child, s->loop, opts)))
         return rc;
     respawn_start(&s->respawn);
+    return 0;
+}
 
+/* The connection file and its key, which then lives in OpenSSL's context
+ * alone. */
+static int load_key(struct supervisor *s)
+{
     char err[512];
-    rc = connection_load(&s->conn, opts->connection_file, err, sizeof err);
+    int rc = connection_load(&s->conn, s->opts->connection_file, err, sizeof err);
     if (rc) {
         log_error("%s", err);
         return rc;
@@ -502,9 +508,16 @@ static int supervisor_init(struct supervisor *s, struct options *opts,
         log_warn("the connection file has an empty key: messages are not signed");
     /* The key now lives in OpenSSL's context; the copy in the file's struct goes. */
     memset(s->conn.key, 0, s->conn.key_len);
+    return 0;
+}
 
+/* The request-handling state and the sockets, and the kernel_io between them. */
+static int open_kernel(struct supervisor *s)
+{
+    struct options *opts = s->opts;
     const char *user = getenv("USER");
     struct passwd *pw = getpwuid(getuid());
+    int rc;
     if ((rc = kernel_init(&s->k, opts, opts->workspace,
                           user ? user
                           : pw ? pw->pw_name
@@ -528,7 +541,20 @@ static int supervisor_init(struct supervisor *s, struct options *opts,
         .worker_written = io_worker_written,
         .client_present = io_client_present,
     };
-    if ((rc = register_events(s)) ||
+    return 0;
+}
+
+static int supervisor_init(struct supervisor *s, struct options *opts,
+                           struct launcher *gw)
+{
+    memset(s, 0, sizeof *s);
+    tune_memory();
+    s->opts = opts;
+    s->gateway = gw;
+    s->sigfd = -1;
+    int rc;
+    if ((rc = start_worker(s)) || (rc = load_key(s)) || (rc = open_kernel(s)) ||
+        (rc = register_events(s)) ||
         /* no activity file in a gateway's private folder: its kernels are the gateway's
          */
         (rc = idle_start(&s->idle, &s->k, s->gateway ? NULL : opts->connection_file,
