@@ -25,9 +25,9 @@
 #include <zmq.h>
 
 #include "kernel/util/monotime.h"
+#include "kernel/util/zrecv.h"
 #include "protocol/errbuf.h"
 
-#define MAX_FRAMES      1024 /* frames in one message; more is dropped */
 #define HB_INTERVAL_S   3.0  /* a heartbeat ping this often while waiting */
 #define HB_GRACE_S      15.0 /* no echo for this long: the kernel is gone */
 #define READY_RESEND_S  0.5  /* at most this long between kernel_info_requests */
@@ -190,43 +190,17 @@ int client_execute(struct client *c, const char *code, bool allow_stdin,
 static int recv_one(struct client *c, void *sock, struct msg **out)
 {
     *out = NULL;
-    struct wire_frame *f = NULL;
-    size_t n = 0;
-    int more = 1, rc = 0;
-    while (more) {
-        zmq_msg_t part;
-        zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, sock, n ? 0 : ZMQ_DONTWAIT) < 0) {
-            rc = -errno;
-            zmq_msg_close(&part);
-            if (n == 0)
-                return rc;
-            break;
-        }
-        more = zmq_msg_more(&part);
-        if (n < MAX_FRAMES && rc == 0) {
-            struct wire_frame *nf = realloc(f, (n + 1) * sizeof *nf);
-            size_t len = zmq_msg_size(&part);
-            void *data = nf ? malloc(len ? len : 1) : NULL;
-            if (nf)
-                f = nf;
-            if (!data) {
-                rc = -ENOMEM;
-            } else {
-                memcpy(data, zmq_msg_data(&part), len);
-                f[n].data = data;
-                f[n++].len = len;
-            }
-        } else {
-            rc = -EBADMSG;
-        }
-        zmq_msg_close(&part);
-    }
-    if (rc == 0 && msg_parse_with(f, n, &c->sign, MSG_PARSE_LARGE, out, NULL, 0) != 0)
-        rc = -EBADMSG;
+    struct zrecv r;
+    int rc = zrecv_read(sock, 0, &r);
+    if (rc == -EMSGSIZE)
+        rc = -EBADMSG; /* too many frames */
+    else if (rc > 0)
+        rc = msg_parse_with(r.frames, r.n, &c->sign, MSG_PARSE_LARGE, out, NULL, 0) != 0
+                 ? -EBADMSG
+                 : 0;
     if (rc == -EBADMSG)
         c->dropped++;
-    wire_frames_free(f, n);
+    zrecv_release(&r);
     return rc;
 }
 
@@ -491,25 +465,4 @@ int client_ready(struct client *c, const struct client_wait *w, struct msg **inf
     else
         msg_free(st.reply);
     return rc;
-}
-
-int client_heartbeat(struct client *c, int timeout_ms)
-{
-    void *s = c->sockets[CONNECTION_HB];
-    char buf[64];
-    while (zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
-        ; /* an echo of an earlier ping */
-    if (zmq_send(s, "ping", 4, ZMQ_DONTWAIT) != 4)
-        return -errno;
-    zmq_pollitem_t item = {.socket = s, .events = ZMQ_POLLIN};
-    double deadline = monotime_now() + timeout_ms / 1000.0;
-    for (;;) {
-        double left = deadline - monotime_now();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        if (zmq_poll(&item, 1, (long)(left * 1000) + 1) < 0 && errno != EINTR)
-            return -errno;
-        if (zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
-            return 0;
-    }
 }

@@ -101,7 +101,4 @@ int client_wait(struct client *c, enum connection_channel ch, const char *id,
  * -errno. */
 int client_ready(struct client *c, const struct client_wait *w, struct msg **info);
 
-/* One heartbeat: 0 when the kernel echoed within timeout_ms, else -ETIMEDOUT. */
-int client_heartbeat(struct client *c, int timeout_ms);
-
 #endif

@@ -16,9 +16,9 @@
 
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
+#include "kernel/util/zrecv.h"
 
-#define MAX_FRAMES  1024 /* frames in one ZeroMQ message */
-#define DRAIN_BATCH 256  /* messages read from one socket per event */
+#define DRAIN_BATCH 256 /* messages read from one socket per event */
 /* Messages ZeroMQ holds for the kernel from one peer before it stops reading
  * that peer's connection (the peer then waits: nothing is lost). ZeroMQ's 1000
  * let a client without the key park 1000 messages of --max-message each in
@@ -71,7 +71,7 @@ int channels_open(struct channels *c, const struct connection *conn, struct sign
         c->sockets[ch] = s;
         int linger = 1000, one = 1, rcvhwm = RECV_HWM;
         /* ZeroMQ checks each frame as it arrives, and drops the peer of one that is
-         * too large before it is read; recv_frames checks the frames together. */
+         * too large before it is read; zrecv_read checks the frames together. */
         int64_t maxmsg = max_message ? (int64_t)max_message : -1;
         /* The heartbeat echoes what comes, to anyone: it takes pings only, and
          * keeps few echoes for a peer that does not read them (ZeroMQ's 1000
@@ -130,80 +130,6 @@ void channels_close(struct channels *c)
     if (c->zctx)
         zmq_ctx_term(c->zctx);
     memset(c, 0, sizeof *c);
-}
-
-/* One multipart message as ZeroMQ received it: its parts stay ZeroMQ's, and
- * the frames borrow them, so that nothing of a message is copied before its
- * signature is checked (msg_parse copies what it keeps of a good one). */
-struct received {
-    zmq_msg_t *parts;
-    struct wire_frame *frames;
-    int n;
-};
-
-static void received_release(struct received *r)
-{
-    for (int i = 0; i < r->n; i++)
-        zmq_msg_close(&r->parts[i]);
-    free(r->parts);
-    free(r->frames);
-    memset(r, 0, sizeof *r);
-}
-
-/* Reads one multipart message without waiting into r (released by the caller
- * on success). Returns the number of frames (> 0), -EAGAIN when there is none,
- * -EMSGSIZE when it had too many frames or more than max bytes (0: no limit)
- * (it was read and discarded: nothing past the limit is kept), or -errno. */
-static int recv_frames(void *sock, struct received *r, size_t max)
-{
-    memset(r, 0, sizeof *r);
-    int more = 1, rc = 0, cap = 0;
-    size_t total = 0;
-    while (more) {
-        zmq_msg_t part;
-        zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, sock, r->n || rc ? 0 : ZMQ_DONTWAIT) < 0) {
-            int e = errno;
-            zmq_msg_close(&part);
-            if (r->n == 0 && !rc && e == EAGAIN)
-                return -EAGAIN;
-            rc = rc ? rc : -e;
-            break;
-        }
-        more = zmq_msg_more(&part);
-        total += zmq_msg_size(&part);
-        if (!rc && ((max && total > max) || r->n >= MAX_FRAMES))
-            rc = -EMSGSIZE;
-        if (!rc && r->n == cap) {
-            int ncap = cap ? cap * 2 : 8;
-            zmq_msg_t *np = realloc(r->parts, (size_t)ncap * sizeof *np);
-            if (np)
-                r->parts = np;
-            if (!np)
-                rc = -ENOMEM;
-            else
-                cap = ncap;
-        }
-        if (rc) {
-            zmq_msg_close(&part);
-            continue;
-        }
-        zmq_msg_init(&r->parts[r->n]);
-        zmq_msg_move(&r->parts[r->n], &part);
-        zmq_msg_close(&part);
-        r->n++;
-    }
-    if (!rc && !(r->frames = malloc((size_t)r->n * sizeof *r->frames)))
-        rc = -ENOMEM;
-    if (rc) {
-        received_release(r);
-        return rc;
-    }
-    for (int i = 0; i < r->n; i++) {
-        r->frames[i].data = zmq_msg_data(&r->parts[i]);
-        r->frames[i].len = zmq_msg_size(&r->parts[i]);
-    }
-    return r->n;
 }
 
 static void free_frame(void *data, void *hint)
@@ -298,7 +224,7 @@ static bool take(struct channels *c, enum connection_channel ch,
     int rc = msg_parse(frames, (size_t)n, c->sign, &m, err, sizeof err);
     if (rc == -EPROTO) {
         log_warn("an unreadable message on %s: %s", connection_channel_name(ch), err);
-        sink->unreadable(sink->data, ch, m, err);
+        sink->unreadable(sink->data, ch, &m, err);
     } else if (rc) {
         log_limited(&refused_logged, LOG_WARN, "dropped a message on %s: %s",
                     connection_channel_name(ch), err);
@@ -313,8 +239,8 @@ void channels_drain(struct channels *c, enum connection_channel ch,
                     const struct channels_sink *sink)
 {
     for (int i = 0; i < DRAIN_BATCH; i++) {
-        struct received r;
-        int n = recv_frames(c->sockets[ch], &r, c->max_message);
+        struct zrecv r;
+        int n = zrecv_read(c->sockets[ch], c->max_message, &r);
         if (n == -EAGAIN)
             return;
         if (n < 0) {
@@ -325,7 +251,7 @@ void channels_drain(struct channels *c, enum connection_channel ch,
             continue;
         }
         bool go_on = take(c, ch, r.frames, n, sink);
-        received_release(&r);
+        zrecv_release(&r);
         if (!go_on)
             return;
     }

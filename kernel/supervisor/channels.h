@@ -36,9 +36,10 @@ struct channels_sink {
     bool (*msg)(void *data, enum connection_channel ch, struct msg **m);
     /* A new iopub subscription (its topic, borrowed). */
     void (*subscribed)(void *data, const char *topic, size_t len);
-    /* A well-signed message whose header could be read but not the rest (m
-     * borrowed, as msg_parse leaves it on -EPROTO; why says what was wrong). */
-    void (*unreadable)(void *data, enum connection_channel ch, struct msg *m,
+    /* A well-signed message whose header could be read but not the rest (as
+     * msg_parse leaves it on -EPROTO; why says what was wrong). The sink may
+     * take *m over (setting it to NULL), as in msg. */
+    void (*unreadable)(void *data, enum connection_channel ch, struct msg **m,
                        const char *why);
 };
 

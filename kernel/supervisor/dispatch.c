@@ -8,9 +8,9 @@
  * control it is answered at once, and so is interrupt_request wherever it
  * comes (an interrupt that waited for the cell it interrupts would be none).
  *
- * Status busy and idle frame every request, in shells.c, through
- * outbox_busy and outbox_idle, once each, in that order, whatever happens in
- * between. */
+ * Status busy and idle frame every request, once each, in that order,
+ * whatever happens in between: they are published by the request's begin and
+ * end in shells.c alone, which every way below goes through. */
 #include "kernel/supervisor/dispatch.h"
 
 #include <stdio.h>
@@ -60,9 +60,8 @@ static const struct handler *find_handler(const char *type)
 static void answer_unknown(struct kernel *k, struct request *r)
 {
     const char *type = msg_type(r->msg);
-    size_t n = strlen(type);
     log_warn("unknown message type %s on %s", type, connection_channel_name(r->channel));
-    if (n > 8 && strcmp(type + n - 8, "_request") == 0) {
+    if (request_type_is_request(type)) {
         char why[160];
         snprintf(why, sizeof why, "sandpit does not handle %.100s", type);
         outbox_error(k, r, "NotImplementedError", why);
@@ -86,18 +85,20 @@ void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch)
         shells_submit(k, &r);
 }
 
-void dispatch_unreadable(struct kernel *k, struct msg *m, enum connection_channel ch,
+void dispatch_unreadable(struct kernel *k, struct msg **m, enum connection_channel ch,
                          const char *why)
 {
-    const char *type = msg_type(m);
-    size_t n = strlen(type);
-    if (ch == CONNECTION_STDIN || n <= 8 || strcmp(type + n - 8, "_request") != 0)
-        return; /* no reply is due */
-    struct request r = {
-        .msg = m, .channel = ch, .execute = strcmp(type, "execute_request") == 0};
+    if (ch == CONNECTION_STDIN || !request_type_is_request(msg_type(*m))) {
+        msg_free(*m); /* no reply is due */
+        *m = NULL;
+        return;
+    }
+    struct request *r = request_new(m, ch);
+    if (!r) {
+        log_error("out of memory: dropped a message on %s", connection_channel_name(ch));
+        return;
+    }
     char text[320];
     snprintf(text, sizeof text, "the kernel could not read this request: %s", why);
-    outbox_busy(k, &r);
-    outbox_error(k, &r, "ValueError", text);
-    outbox_idle(k, &r);
+    shells_refuse(k, &r, "ValueError", text);
 }

@@ -11,10 +11,10 @@
  * afterwards). */
 void dispatch_msg(struct kernel *k, struct msg **m, enum connection_channel ch);
 
-/* A well-signed message whose header could be read but not the rest (m
- * borrowed, as msg_parse leaves it on -EPROTO): a request gets an error reply
- * saying why, between busy and idle. */
-void dispatch_unreadable(struct kernel *k, struct msg *m, enum connection_channel ch,
+/* A well-signed message whose header could be read but not the rest (as
+ * msg_parse leaves it on -EPROTO; *m is taken over, NULL afterwards): a
+ * request gets an error reply saying why, between busy and idle. */
+void dispatch_unreadable(struct kernel *k, struct msg **m, enum connection_channel ch,
                          const char *why);
 
 #endif

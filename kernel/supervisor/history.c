@@ -10,8 +10,10 @@
  * never wait for the writer and each cell is a transaction of one row.
  *
  * What is hard:
- * - The supervisor must not block. Once open, a write waits for another
- *   process's transaction at most HISTORY_BUSY_MS; one that still finds the
+ * - The supervisor's loop must not wait on the file. Once open, a write
+ *   waits for another process's transaction at most HISTORY_BUSY_MS (at the
+ *   start, at a restart in place and at the end, a statement may wait
+ *   HISTORY_OPEN_BUSY_MS); one that still finds the
  *   database busy waits in memory (an attached in-memory database, "pending",
  *   which every query reads with the file) and is written at the next write,
  *   query or retry, in order; the log says so when it lasts. Only a queue past

@@ -125,6 +125,10 @@ struct kernel {
     unsigned long history_asked_gen; /* the worker whose query is asked, */
     bool history_asking;             /* while it is */
     bool loader_pages_released;      /* after the first cell's reply (loadpages.h) */
+    /* Requests begun (status busy) and ended (status idle), over the kernel's
+     * life: shells.c counts them, and they are equal whenever no request is
+     * under way (the unit tests hold it to that). */
+    unsigned long long requests_begun, requests_ended;
     /* Over the kernel's life, for kernel_info_reply's sandpit section (a
      * platform's `sandpit status --json`, its monitoring). */
     struct kernel_counts {
@@ -134,6 +138,17 @@ struct kernel {
         unsigned long long worker_restarts; /* workers lost or replaced, restarted */
     } counts;
 };
+
+/* Whether a request runs in the worker in any shell. Here, beside the shells'
+ * table, rather than in shells.c: limits.c asks it, and shells.c calls
+ * limits.c. */
+static inline bool kernel_any_running(const struct kernel *k)
+{
+    for (size_t i = 0; i < k->nshells; i++)
+        if (k->shells[i].current)
+            return true;
+    return false;
+}
 
 /* Sets up k for the options (borrowed) with a new session, in the history's
  * database too; io and loop are set by the caller. 0 or -errno. */

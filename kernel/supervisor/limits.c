@@ -178,14 +178,6 @@ static double on_time_limit(struct loop *l, long long id, void *data)
     return LOOP_NOMORE;
 }
 
-static bool any_running(const struct kernel *k)
-{
-    for (size_t i = 0; i < k->nshells; i++)
-        if (k->shells[i].current)
-            return true;
-    return false;
-}
-
 /* --- requests ------------------------------------------------------------------- */
 
 void limits_note(struct kernel *k, const struct request *r, const char *text)
@@ -218,7 +210,7 @@ void limits_stop(struct kernel *k, struct request *r)
 
 void limits_interrupt_all(struct kernel *k, const char *reason)
 {
-    if (!any_running(k))
+    if (!kernel_any_running(k))
         return;
     for (size_t i = 0; i < k->nshells; i++) {
         struct request *r = k->shells[i].current;

@@ -19,14 +19,6 @@
 #define BACKGROUND_LOOK_MIN_S 0.25
 #define BACKGROUND_LOOK_MAX_S 30.0
 
-static bool any_running(const struct kernel *k)
-{
-    for (size_t i = 0; i < k->nshells; i++)
-        if (k->shells[i].current)
-            return true;
-    return false;
-}
-
 /* The bucket's size: the cell time limit, in CPU seconds; 0: no budget. */
 static double background_budget(const struct kernel *k)
 {
@@ -74,7 +66,7 @@ void limits_background_watch(struct kernel *k)
 {
     struct kernel_limits *b = &k->limits;
     if (b->background_watching || background_budget(k) <= 0 ||
-        k->io.worker(k->io.ctx) != KERNEL_WORKER_READY || any_running(k))
+        k->io.worker(k->io.ctx) != KERNEL_WORKER_READY || kernel_any_running(k))
         return;
     background_settle(k, false);
     b->background_watching = true;
@@ -101,7 +93,7 @@ static double on_background_look(struct loop *l, long long id, void *data)
     b->background_timer = 0;
     if (!b->background_watching)
         return LOOP_NOMORE;
-    if (k->io.worker(k->io.ctx) != KERNEL_WORKER_READY || any_running(k)) {
+    if (k->io.worker(k->io.ctx) != KERNEL_WORKER_READY || kernel_any_running(k)) {
         b->background_watching = false;
         return LOOP_NOMORE;
     }

@@ -2,8 +2,9 @@
  * header from the session, the parent, the signature) and handed to
  * kernel_io.send: replies on the request's channel, events on iopub, input
  * requests on stdin. Status busy and idle are published by outbox_busy and
- * outbox_idle and nowhere else. Requests are borrowed; a function that takes
- * json_t **content takes it over and sets *content to NULL (NULL means {}). */
+ * outbox_idle, which a request's begin and end (shells.c) alone call. Requests are
+ * borrowed; a function that takes json_t **content takes it over and sets *content to
+ * NULL (NULL means {}). */
 #ifndef SANDPIT_OUTBOX_H
 #define SANDPIT_OUTBOX_H
 

@@ -30,6 +30,12 @@ void request_free(struct request *r)
     free(r);
 }
 
+bool request_type_is_request(const char *msg_type)
+{
+    size_t n = strlen(msg_type);
+    return n > 8 && strcmp(msg_type + n - 8, "_request") == 0;
+}
+
 bool request_has_reply(const struct request *r)
 {
     return strncmp(msg_type(r->msg), "comm_", 5) != 0 ||
@@ -39,9 +45,8 @@ bool request_has_reply(const struct request *r)
 const char *request_reply_type(const struct request *r, char *buf, size_t len)
 {
     const char *t = msg_type(r->msg);
-    size_t n = strlen(t);
-    if (n > 8 && strcmp(t + n - 8, "_request") == 0)
-        snprintf(buf, len, "%.*s_reply", (int)(n - 8), t);
+    if (request_type_is_request(t))
+        snprintf(buf, len, "%.*s_reply", (int)(strlen(t) - 8), t);
     else
         snprintf(buf, len, "%s_reply", t);
     return buf;

@@ -38,6 +38,9 @@ struct request {
     /* Set by answer when it keeps the request, to answer it later through
      * shells_answered (its handler owns it until then). */
     bool deferred;
+    /* Its status busy and idle have been published: shells.c's begin and end,
+     * the only two places that publish them, each once a request (asserted). */
+    bool begun, ended;
     /* execute_request only */
     int execution_count;
     /* The count its reply carries: its own, or, for a cell that stores no
@@ -62,6 +65,10 @@ struct request {
  * on failure). NULL when out of memory. request_free accepts NULL. */
 struct request *request_new(struct msg **m, enum connection_channel ch);
 void request_free(struct request *r);
+
+/* Whether msg_type names a request (it ends in "_request"): one that is due
+ * a reply. */
+bool request_type_is_request(const char *msg_type);
 
 /* Whether the request is answered on its channel: comm messages get only busy
  * and idle (comm_info_request excepted). */

@@ -379,7 +379,7 @@ static double on_spare_due(struct loop *l, long long id, void *data)
         w->spare_timer = 0;
         return LOOP_NOMORE;
     }
-    if (shells_any_running(w->k))
+    if (kernel_any_running(w->k))
         return RESPAWN_SPARE_AFTER_IDLE_S;
     w->spare_timer = 0;
     start_spare(w);

@@ -7,12 +7,15 @@
  * Control requests for the worker jump the queue of their shell, in the order
  * they came.
  *
- * Every request that leaves a queue is answered exactly once and followed by
- * exactly one idle, whichever way it ends; a request that fails under
- * stop_on_error takes the execute requests waiting behind it in its shell
- * with it (answered "aborted", as ipykernel does). */
+ * Every request has a begin and an end, here alone: begin publishes its
+ * status busy and end its idle, once each (asserted, and counted in the
+ * kernel), whichever way it goes: answered by the supervisor, by the worker,
+ * refused, aborted, lost with the worker or with its subshell. A request that
+ * fails under stop_on_error takes the execute requests waiting behind it in
+ * its shell with it (answered "aborted", as ipykernel does), in its end. */
 #include "kernel/supervisor/shells.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,22 +99,6 @@ struct request *shells_running(struct kernel *k, const char *id)
     return NULL;
 }
 
-struct shell *shells_of(struct kernel *k, const struct request *req)
-{
-    for (size_t i = 0; req && i < k->nshells; i++)
-        if (k->shells[i].current == req)
-            return &k->shells[i];
-    return NULL;
-}
-
-bool shells_any_running(const struct kernel *k)
-{
-    for (size_t i = 0; i < k->nshells; i++)
-        if (k->shells[i].current)
-            return true;
-    return false;
-}
-
 static void remember_parent(struct kernel *k, const struct request *r)
 {
     json_decref(k->recent[k->recent_next]);
@@ -131,18 +118,68 @@ json_t *shells_recent_header(struct kernel *k, const char *id)
     return NULL;
 }
 
+/* --- a request's begin and end --------------------------------------------------- */
+
+static void abort_queued(struct kernel *k, struct shell *sh, bool everything);
+
+/* The request begins: status busy, parented to it. Once a request. */
+static void begin(struct kernel *k, struct request *r)
+{
+    assert(!r->begun && "a request is begun once");
+    r->begun = true;
+    k->requests_begun++;
+    outbox_busy(k, r);
+}
+
+/* The request ends: status idle, parented to it, and *rp is freed (NULL
+ * afterwards). failed_in: the shell it failed in, whose waiting execute
+ * requests go with it if it is a cell under stop_on_error (and not silent);
+ * NULL when it did not fail, or takes none with it. Once a request, after its
+ * begin. */
+static void end(struct kernel *k, struct request **rp, struct shell *failed_in)
+{
+    struct request *r = *rp;
+    *rp = NULL;
+    assert(r && r->begun && !r->ended && "a request is ended once, after its begin");
+    r->ended = true;
+    k->requests_ended++;
+    outbox_idle(k, r);
+    bool stop = failed_in && r->execute && r->stop_on_error && !r->silent;
+    request_free(r);
+    if (stop)
+        abort_queued(k, failed_in, false);
+}
+
+/* The request is answered at once with an error (if reply), between its begin
+ * and its end; failed_in as for end. */
+static void refuse(struct kernel *k, struct request **rp, bool reply, const char *ename,
+                   const char *why, struct shell *failed_in)
+{
+    begin(k, *rp);
+    if (reply)
+        outbox_error(k, *rp, ename, why);
+    end(k, rp, failed_in);
+}
+
+void shells_refuse(struct kernel *k, struct request **req, const char *ename,
+                   const char *why)
+{
+    refuse(k, req, true, ename, why, NULL);
+}
+
 /* --- ending requests ---------------------------------------------------------- */
 
-static void send_aborted(struct kernel *k, struct request *r)
+static void send_aborted(struct kernel *k, struct request **rp)
 {
     char type[96];
-    outbox_busy(k, r);
+    struct request *r = *rp;
+    begin(k, r);
     if (request_has_reply(r)) {
         json_t *c = json_pack("{s:s}", "status", "aborted");
         outbox_reply(k, r, request_reply_type(r, type, sizeof type), &c,
                      outbox_reply_metadata(k, "aborted"));
     }
-    outbox_idle(k, r);
+    end(k, rp, NULL);
 }
 
 /* After an error with stop_on_error, the execute requests already waiting in
@@ -157,8 +194,7 @@ static void abort_queued(struct kernel *k, struct shell *sh, bool everything)
         if (everything || r->execute) {
             *p = r->next;
             log_info("aborting %s %s", msg_type(r->msg), msg_id(r->msg));
-            send_aborted(k, r);
-            request_free(r);
+            send_aborted(k, &r);
         } else {
             last = r;
             p = &r->next;
@@ -174,7 +210,7 @@ void shells_abort_all(struct kernel *k)
 }
 
 /* Takes the running request out of sh: its timers stop and nothing routes to
- * it any more. The caller answers and frees it. */
+ * it any more. The caller answers and ends it. */
 static struct request *take_current(struct kernel *k, struct shell *sh)
 {
     struct request *r = sh->current;
@@ -210,23 +246,20 @@ void shells_finish(struct kernel *k, struct shell *sh, const json_t *content,
     json_t *md = outbox_reply_metadata(k, status);
     if (md && json_is_object(metadata))
         json_object_update(md, (json_t *)metadata);
-    bool failed = strcmp(status, "error") == 0;
+    bool failed = strcmp(status, "error") == 0, execute = r->execute;
     if (request_has_reply(r)) {
         outbox_reply(k, r, request_reply_type(r, type, sizeof type), &c, md);
     } else {
         json_decref(c);
         json_decref(md);
     }
-    outbox_idle(k, r);
-    if (r->execute && !k->loader_pages_released) {
+    end(k, &r, failed ? sh : NULL);
+    if (execute && !k->loader_pages_released) {
         /* The supervisor has now done all it does for a cell, and bound the
          * calls it makes for one: what its libraries' loading read goes back. */
         k->loader_pages_released = true;
         log_debug("the loader's pages given back: %zu kB", loadpages_release() >> 10);
     }
-    if (r->execute && failed && r->stop_on_error && !r->silent)
-        abort_queued(k, sh, false);
-    request_free(r);
 }
 
 /* A running request whose worker went away: an error on iopub (for a cell the
@@ -247,10 +280,7 @@ static void lose_request(struct kernel *k, struct shell *sh, const char *why)
     }
     if (request_has_reply(r))
         outbox_error(k, r, ename, why);
-    outbox_idle(k, r);
-    if (r->execute && r->stop_on_error && !r->silent)
-        abort_queued(k, sh, false);
-    request_free(r);
+    end(k, &r, sh);
 }
 
 static void remove_shell(struct kernel *k, struct shell *sh, const char *why,
@@ -261,8 +291,7 @@ static void remove_shell(struct kernel *k, struct shell *sh, const char *why,
     if (r) {
         /* Its thread is told to stop; the running request gets its answer now. */
         outbox_error(k, r, "SubshellDeleted", why);
-        outbox_idle(k, r);
-        request_free(r);
+        end(k, &r, NULL);
     }
     if (tell_worker) {
         json_t *w = link_subshell_build(
@@ -314,11 +343,12 @@ struct shell *shells_create(struct kernel *k)
 
 /* --- starting requests ---------------------------------------------------------- */
 
-/* Reads execute_request's flags; false (with an error reply sent) when the
- * content is not an execute request a kernel can run. Called when its turn
- * comes, so that the error reply comes in order too. */
-static bool prepare_execute(struct kernel *k, struct shell *sh, struct request *r)
+/* Reads execute_request's flags; false (with an error reply sent, and *rp
+ * ended) when the content is not an execute request a kernel can run. Called
+ * when its turn comes, so that the error reply comes in order too. */
+static bool prepare_execute(struct kernel *k, struct shell *sh, struct request **rp)
 {
+    struct request *r = *rp;
     json_t *c = r->msg->content, *v;
     r->reply_count = k->execution_count;
     r->silent = json_is_true(json_object_get(c, "silent"));
@@ -338,11 +368,7 @@ static bool prepare_execute(struct kernel *k, struct shell *sh, struct request *
               "(0: the kernel's own limit); the cell was not run";
     if (!why)
         return true;
-    outbox_busy(k, r);
-    outbox_error(k, r, "ValueError", why);
-    outbox_idle(k, r);
-    if (r->stop_on_error && !r->silent)
-        abort_queued(k, sh, false);
+    refuse(k, rp, true, "ValueError", why, sh);
     return false;
 }
 
@@ -353,12 +379,8 @@ void shells_submit(struct kernel *k, struct request **req)
     const char *sub = json_string_value(json_object_get(r->msg->header, "subshell_id"));
     struct shell *sh = shells_find(k, sub ? sub : "");
     if (!sh) {
-        outbox_busy(k, r);
-        if (request_has_reply(r))
-            outbox_error(k, r, "KeyError",
-                         "no subshell with the subshell_id in this request's header");
-        outbox_idle(k, r);
-        request_free(r);
+        refuse(k, &r, request_has_reply(r), "KeyError",
+               "no subshell with the subshell_id in this request's header", NULL);
         return;
     }
     enqueue(sh, r);
@@ -369,7 +391,7 @@ void shells_submit(struct kernel *k, struct request **req)
  * shell whose id is shell (NULL: none) until shells_answered. */
 static void answer(struct kernel *k, const char *shell, struct request *r)
 {
-    outbox_busy(k, r);
+    begin(k, r);
     r->answer(k, r);
     if (r->deferred) {
         struct shell *sh = shell ? shells_find(k, shell) : NULL;
@@ -377,8 +399,7 @@ static void answer(struct kernel *k, const char *shell, struct request *r)
             sh->answering = r;
         return;
     }
-    outbox_idle(k, r);
-    request_free(r);
+    end(k, &r, NULL);
 }
 
 void shells_answer(struct kernel *k, struct request **req)
@@ -393,8 +414,7 @@ void shells_answered(struct kernel *k, struct request *req)
     for (size_t i = 0; i < k->nshells; i++)
         if (k->shells[i].answering == req)
             k->shells[i].answering = NULL;
-    outbox_idle(k, req);
-    request_free(req);
+    end(k, &req, NULL);
     shells_pump(k);
 }
 
@@ -430,7 +450,7 @@ static void start_request(struct kernel *k, struct shell *sh, struct request *r)
     if (!w || k->io.to_worker(k->io.ctx, w, r->msg) != 0)
         log_warn("the request %s did not reach the worker", msg_id(r->msg));
     json_decref(w);
-    outbox_busy(k, r);
+    begin(k, r);
     if (r->execute && !r->silent) {
         json_t *c =
             json_pack("{s:s, s:i}", "code", code, "execution_count", r->execution_count);
@@ -471,26 +491,20 @@ again:
                 r = dequeue(sh);
                 if (abandoned(k, r)) {
                     log_info("not running %s: its client has gone", msg_id(r->msg));
-                    send_aborted(k, r);
-                    request_free(r);
-                } else if (!r->execute || prepare_execute(k, sh, r)) {
+                    send_aborted(k, &r);
+                } else if (!r->execute || prepare_execute(k, sh, &r)) {
                     /* Every request the worker runs has a limit. */
                     limits_set_timeout(k, r);
                     start_request(k, sh, r);
-                } else {
-                    request_free(r);
                 }
             } else if (w == KERNEL_WORKER_FAILING) {
                 /* Workers keep failing to start: answer rather than leave clients
                  * waiting. */
                 r = dequeue(sh);
-                outbox_busy(k, r);
-                if (request_has_reply(r))
-                    outbox_error(k, r, "WorkerUnavailable",
-                                 "The Python worker cannot start; the kernel log says "
-                                 "why. sandpit keeps trying to start it.");
-                outbox_idle(k, r);
-                request_free(r);
+                refuse(k, &r, request_has_reply(r), "WorkerUnavailable",
+                       "The Python worker cannot start; the kernel log says why. "
+                       "sandpit keeps trying to start it.",
+                       NULL);
             } else {
                 break;
             }

@@ -1,9 +1,12 @@
 /* shells: the main shell and the subshells (JEP 91), each a queue of requests
- * for the worker with at most one of them running. A request is submitted,
- * waits its turn, starts (busy, execute_input, the request on the link),
- * then ends one way: the worker's reply (shells_finish), the worker's loss
- * (shells_worker_lost), an abort, or its subshell's deletion. Each way
- * publishes idle once. The shells own their requests. */
+ * for the worker with at most one of them running, and the begin and end of
+ * every request, which publish its status busy and idle (there alone, once
+ * each). A request is submitted, waits its turn, begins (busy, then
+ * execute_input, after the request is on the link), then ends one way: the
+ * worker's reply (shells_finish), the worker's loss (shells_worker_lost), an
+ * abort, or its subshell's deletion. A request the supervisor answers itself
+ * begins and ends around its handler; a refused one around its error reply.
+ * The shells own their requests. */
 #ifndef SANDPIT_SHELLS_H
 #define SANDPIT_SHELLS_H
 
@@ -29,6 +32,11 @@ void shells_submit(struct kernel *k, struct request **req);
 /* Answers *req (taken over) with its own handler (req->answer), between busy
  * and idle. */
 void shells_answer(struct kernel *k, struct request **req);
+
+/* Answers *req (taken over), a request due a reply, at once with an error reply
+ * (ename, why), between busy and idle. */
+void shells_refuse(struct kernel *k, struct request **req, const char *ename,
+                   const char *why);
 
 /* A request whose handler kept it (req->deferred) has had its reply: its
  * idle, and its shell's queue moves on. Frees req. */
@@ -64,9 +72,7 @@ void shells_abort_all(struct kernel *k);
 /* The running request with this msg_id, or NULL (borrowed). With id NULL, the
  * main shell's running request. */
 struct request *shells_running(struct kernel *k, const char *id);
-/* The shell that runs req, or NULL. */
-struct shell *shells_of(struct kernel *k, const struct request *req);
-bool shells_any_running(const struct kernel *k);
+/* (Whether any request runs: kernel_any_running, kernel.h.) */
 
 /* The header of a request the worker ran lately (running or ended), by msg_id;
  * borrowed, NULL if too old or unknown. */

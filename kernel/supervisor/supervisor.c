@@ -3,7 +3,7 @@
  * who follows one execute_request goes down the files in this order:
  *
  *   loop.c        loop_run: poll; the shell socket is readable
- *   channels.c    channels_drain: recv_frames, msg_parse (wire_split,
+ *   channels.c    channels_drain: zrecv_read, msg_parse (wire_split,
  *                 sign_verify: protocol/), then the sink below
  *   dispatch.c    dispatch_msg: the table says the worker answers it
  *   shells.c      shells_submit: queued in its shell; shells_pump then
@@ -19,12 +19,19 @@
  *                 (shells.c): the reply, then idle
  *   outbox.c      outbox_reply, outbox_idle; channels.c channels_send
  *
- * The supervisor never runs user code and never blocks: every socket is read
- * without waiting, every send is ZMQ_DONTWAIT, and the link to the worker is
- * written from a buffer when it is writable. Signals arrive on a signalfd, so
- * a SIGINT or SIGCHLD is one more event in the loop. Everything the worker
- * does that could go wrong (dying, hanging, flooding) is an event here,
- * answered with an error on the request that was running. A kernel started by
+ * The supervisor never runs user code and never waits for a client or the
+ * worker: every socket is read without waiting, every send is ZMQ_DONTWAIT,
+ * and the link to the worker is written from a buffer when it is writable.
+ * Signals arrive on a signalfd, so a SIGINT or SIGCHLD is one more event in
+ * the loop. It waits in three places of its own, each bounded: for the worker
+ * template's answer when it forks a worker, at most 1 s (template.c; it comes
+ * in a fork's time, and a slower template is taken down); for the history's
+ * SQLite file while another kernel writes to it, at most 10 ms at a time while
+ * the loop runs, and 1 s a statement at the start, at a restart in place and
+ * at the end (history.c); and, once the loop has ended, for the last worker's
+ * exit, up to 2 s (supervisor_release). Everything the worker does that
+ * could go wrong (dying, hanging, flooding) is an event here, answered with an
+ * error on the request that was running. A kernel started by
  * Jupyter Enterprise Gateway (kernel/cmd/launcher.c) reports its ports once they are
  * bound, and serves the gateway's communication port (commport.c) in the loop. */
 #include "kernel/supervisor/supervisor.h"
@@ -198,11 +205,11 @@ static bool on_msg(void *data, enum connection_channel ch, struct msg **m)
     return !loop_stopped(s->loop);
 }
 
-static void on_unreadable(void *data, enum connection_channel ch, struct msg *m,
+static void on_unreadable(void *data, enum connection_channel ch, struct msg **m,
                           const char *why)
 {
     struct supervisor *s = data;
-    if (!own_message(s, m, ch))
+    if (!own_message(s, *m, ch))
         dispatch_unreadable(&s->k, m, ch, why);
 }
 
@@ -442,30 +449,30 @@ static int open_gateway(struct supervisor *s)
     return rc;
 }
 
-static int supervisor_init(struct supervisor *s, struct options *opts,
-                           struct launcher *gw)
+/* Large blocks (a chart on its way, the worker's frames and the messages made
+ * of them) come from the heap and go back to it when freed, so that the next
+ * large output reuses their pages rather than faulting in new ones; child.c
+ * gives the heap back to the system once large frames stop coming. Fixed, the
+ * thresholds are not moved by glibc: only blocks over 64 MiB are mapped apart,
+ * and free() itself never trims. */
+static void tune_memory(void)
 {
-    memset(s, 0, sizeof *s);
-    /* Large blocks (a chart on its way, the worker's frames and the messages made
-     * of them) come from the heap and go back to it when freed, so that the next
-     * large output reuses their pages rather than faulting in new ones; child.c
-     * gives the heap back to the system once large frames stop coming. Fixed,
-     * the thresholds are not moved by glibc: only blocks over 64 MiB are mapped
-     * apart, and free() itself never trims. */
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     /* And the first large output maps its blocks in one call each rather
      * than a page fault per page (prefault.h): jansson's strings and texts,
      * the link's buffer and frames. */
     json_set_alloc_funcs(prefault_malloc, free);
-    s->opts = opts;
-    s->gateway = gw;
-    s->sigfd = -1;
-    /* The worker starts first, so that its exec and Python's start overlap with
-     * everything below (the key, the history, ZeroMQ's threads and sockets): it
-     * needs only the folders and the options. It is exec'd, so it holds none of
-     * this process's memory, and its hello waits on the link until the loop
-     * runs. */
+}
+
+/* The worker starts first, so that its exec and Python's start overlap with
+ * everything after (the key, the history, ZeroMQ's threads and sockets): it
+ * needs only the folders and the options. It is exec'd, so it holds none of
+ * this process's memory, and its hello waits on the link until the loop
+ * runs. */
+static int start_worker(struct supervisor *s)
+{
+    struct options *opts = s->opts;
     int rc = prepare_folders(s);
     if (rc || (rc = open_signals(s)))
         return rc;
@@ -479,9 +486,15 @@ static int supervisor_init(struct supervisor *s, struct options *opts,
     if ((rc = respawn_init(&s->respawn, &s->k, s->child, s->loop, opts)))
         return rc;
     respawn_start(&s->respawn);
+    return 0;
+}
 
+/* The connection file and its key, which then lives in OpenSSL's context
+ * alone. */
+static int load_key(struct supervisor *s)
+{
     char err[512];
-    rc = connection_load(&s->conn, opts->connection_file, err, sizeof err);
+    int rc = connection_load(&s->conn, s->opts->connection_file, err, sizeof err);
     if (rc) {
         log_error("%s", err);
         return rc;
@@ -495,9 +508,16 @@ static int supervisor_init(struct supervisor *s, struct options *opts,
         log_warn("the connection file has an empty key: messages are not signed");
     /* The key now lives in OpenSSL's context; the copy in the file's struct goes. */
     memset(s->conn.key, 0, s->conn.key_len);
+    return 0;
+}
 
+/* The request-handling state and the sockets, and the kernel_io between them. */
+static int open_kernel(struct supervisor *s)
+{
+    struct options *opts = s->opts;
     const char *user = getenv("USER");
     struct passwd *pw = getpwuid(getuid());
+    int rc;
     if ((rc = kernel_init(&s->k, opts, opts->workspace,
                           user ? user
                           : pw ? pw->pw_name
@@ -521,7 +541,20 @@ static int supervisor_init(struct supervisor *s, struct options *opts,
         .worker_written = io_worker_written,
         .client_present = io_client_present,
     };
-    if ((rc = register_events(s)) ||
+    return 0;
+}
+
+static int supervisor_init(struct supervisor *s, struct options *opts,
+                           struct launcher *gw)
+{
+    memset(s, 0, sizeof *s);
+    tune_memory();
+    s->opts = opts;
+    s->gateway = gw;
+    s->sigfd = -1;
+    int rc;
+    if ((rc = start_worker(s)) || (rc = load_key(s)) || (rc = open_kernel(s)) ||
+        (rc = register_events(s)) ||
         /* no activity file in a gateway's private folder: its kernels are the gateway's
          */
         (rc = idle_start(&s->idle, &s->k, s->gateway ? NULL : opts->connection_file,
@@ -538,7 +571,8 @@ static void supervisor_release(struct supervisor *s)
         respawn_release(&s->respawn); /* the template too */
         child_end_all(s->child);
         /* Reap the last worker so that it is not left a zombie for our parent, and
-         * so that its cgroup can go (a large one takes a moment to tear down). */
+         * so that its cgroup can go (a large one takes a moment to tear down): up
+         * to 2 s, after the loop has ended, with nothing left to serve. */
         for (int i = 0; i < 2000 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
             usleep(1000);
         child_free(s->child);

@@ -3,8 +3,9 @@
  * The template is ours, not the user's: no cell runs in it and no worker can
  * reach it (a worker closes the control socket, and the sandbox keeps it from
  * signalling or tracing processes outside it). So, unlike the worker's link,
- * its answer to a request is waited for, briefly: it comes in the time of a
- * fork. A template that is slow, gone or answers nonsense is taken down, and
+ * its answer to a request is waited for, outside the loop: it comes in the
+ * time of a fork, and the loop waits with it at most SPAWN_WAIT_MS (1 s). A
+ * template that is slower, gone or answers nonsense is taken down, and
  * workers are exec'd as if there had never been one. */
 #include "kernel/supervisor/template.h"
 

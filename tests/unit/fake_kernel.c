@@ -131,6 +131,7 @@ void fake_init(struct fake *f)
 
 void fake_release(struct fake *f)
 {
+    fake_check_status(f);
     kernel_release(&f->k);
     loop_free(f->loop);
     for (size_t i = 0; i < f->nsent; i++)
@@ -246,6 +247,34 @@ void fake_history_wait(struct fake *f)
         REQUIRE(loop_turn(f->loop, 10) == 0);
     CHECK_INT(history_asked(&f->k.history), 0);
     shells_pump(&f->k);
+}
+
+size_t fake_check_status(const struct fake *f)
+{
+    size_t begun = 0, ended = 0;
+    for (size_t i = 0; i < f->nsent; i++) {
+        bool busy = strcmp(f->sent[i].label, "busy") == 0;
+        if (!busy && strcmp(f->sent[i].label, "idle") != 0)
+            continue;
+        begun += busy;
+        ended += !busy;
+        /* this parent's status before this one: nothing but a busy before an idle */
+        size_t before = 0;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(f->sent[j].parent, f->sent[i].parent) == 0 &&
+                (strcmp(f->sent[j].label, "busy") == 0 ||
+                 strcmp(f->sent[j].label, "idle") == 0)) {
+                before++;
+                CHECK(!busy && strcmp(f->sent[j].label, "busy") == 0);
+            }
+        CHECK(before == (busy ? 0 : 1));
+        if (before != (busy ? 0u : 1u))
+            fprintf(stderr, "  %s for %s after %zu status messages of its own\n",
+                    f->sent[i].label, f->sent[i].parent, before);
+    }
+    CHECK_INT(f->k.requests_begun, begun);
+    CHECK_INT(f->k.requests_ended, ended);
+    return ended;
 }
 
 const char *fake_labels(const struct fake *f, const char *parent)

@@ -87,6 +87,12 @@ void fake_advance(struct fake *f, double seconds);
  * most). */
 void fake_history_wait(struct fake *f);
 
+/* Holds the kernel to each request's begin and end: for every parent, at most
+ * one status busy and one idle, the busy first, and the kernel's counts of
+ * requests begun and ended agree with them (a failure is the test's). Returns
+ * how many requests have had both. fake_release checks it too. */
+size_t fake_check_status(const struct fake *f);
+
 /* The labels of the messages sent to clients for the request parent ("" for
  * those with no parent), in order, space-separated (static storage). */
 const char *fake_labels(const struct fake *f, const char *parent);

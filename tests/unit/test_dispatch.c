@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fake_kernel.h"
+#include "kernel/supervisor/dispatch.h"
 #include "kernel/supervisor/handlers.h"
 #include "kernel/supervisor/shells.h"
 #include "testing.h"
@@ -81,7 +82,7 @@ static void test_execute_goes_to_the_worker_and_back(void)
     REQUIRE(r != NULL);
     CHECK_INT(json_integer_value(json_object_get(r->content, "execution_count")), 1);
     CHECK_STR(json_string_value(json_object_get(r->content, "status")), "ok");
-    CHECK(!shells_any_running(&f.k));
+    CHECK(!kernel_any_running(&f.k));
     CHECK_INT(f.k.bad_frames, 0);
     fake_release(&f);
 }
@@ -461,6 +462,91 @@ static void test_one_history_query_at_a_time(void)
 #undef QUERY
 }
 
+/* A message whose header is readable but not the rest, as msg_parse leaves it. */
+static void send_unreadable(struct fake *f, enum connection_channel ch, const char *type)
+{
+    static struct msg_session client;
+    if (!client.session[0])
+        REQUIRE(msg_session_init(&client, "client") == 0);
+    json_t *c = json_object();
+    struct msg *m = msg_make(&client, type, NULL, &c, false);
+    REQUIRE(m != NULL);
+    dispatch_unreadable(&f->k, &m, ch, "its content is not an object");
+    CHECK(m == NULL);
+    msg_free(m);
+}
+
+/* Every way a request can go begins it once (busy) and ends it once (idle),
+ * in that order: fake_check_status holds each parent to it, and the kernel's
+ * counts to the number of requests. */
+static void test_each_request_is_begun_and_ended_once(void)
+{
+    struct fake f;
+    fake_init(&f);
+    char sub[64], a[128], b[128];
+    size_t n = 0;
+#define REQ(ch, type, content, s) (n++, fake_request(&f, ch, type, content, s))
+#define KEEP(buf, expr)           snprintf(buf, sizeof buf, "%s", expr)
+    /* answered by the supervisor, on shell and control; unknown; kept (history) */
+    REQ(CONNECTION_SHELL, "kernel_info_request", NULL, NULL);
+    REQ(CONNECTION_CONTROL, "kernel_info_request", NULL, NULL);
+    REQ(CONNECTION_SHELL, "frobnicate_request", NULL, NULL);
+    REQ(CONNECTION_SHELL, "history_request", "{\"hist_access_type\": \"tail\", \"n\": 1}",
+        NULL);
+    fake_history_wait(&f);
+    /* answered by the worker: ok; an error under stop_on_error, which aborts the
+     * cell behind it but not the completion */
+    KEEP(a, REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"1\"}", NULL));
+    fake_worker_reply(&f, "", a, "ok");
+    KEEP(a, REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"x\"}", NULL));
+    REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"2\"}", NULL);
+    KEEP(b, REQ(CONNECTION_SHELL, "complete_request",
+                "{\"code\": \"pri\", \"cursor_pos\": 3}", NULL));
+    fake_worker_reply(&f, "", a, "error");
+    fake_worker_reply(&f, "", b, "ok");
+    /* a comm message: no reply, busy and idle still */
+    KEEP(a,
+         REQ(CONNECTION_SHELL, "comm_msg", "{\"comm_id\": \"c\", \"data\": {}}", NULL));
+    fake_worker_reply(&f, "", a, "ok");
+    /* refused in its turn: no code, and the cell behind it aborted; refused at
+     * once: no such subshell, unreadable (on stdin, or for a message that is
+     * no request: nothing) */
+    KEEP(a, REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"0\"}", NULL));
+    REQ(CONNECTION_SHELL, "execute_request", "{}", NULL);
+    KEEP(b, REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"3\"}", NULL));
+    fake_worker_reply(&f, "", a, "ok");
+    CHECK_STR(fake_labels(&f, b), "busy execute_reply idle");
+    REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"4\"}", "no-such-subshell");
+    n++;
+    send_unreadable(&f, CONNECTION_SHELL, "execute_request");
+    send_unreadable(&f, CONNECTION_STDIN, "input_request");
+    send_unreadable(&f, CONNECTION_SHELL, "comm_msg");
+    /* a subshell deleted with a cell running in it and one waiting */
+    n++;
+    fake_subshell(&f, sub, sizeof sub);
+    REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"5\"}", sub);
+    REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"6\"}", sub);
+    char del[128];
+    snprintf(del, sizeof del, "{\"subshell_id\": \"%s\"}", sub);
+    REQ(CONNECTION_CONTROL, "delete_subshell_request", del, NULL);
+    /* lost with the worker (and the cell behind it aborted), then answered
+     * while workers cannot start */
+    REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"7\"}", NULL);
+    KEEP(b, REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"8\"}", NULL));
+    shells_worker_lost(&f.k, "The worker died.");
+    CHECK_STR(fake_labels(&f, b), "busy execute_reply idle");
+    f.worker = KERNEL_WORKER_FAILING;
+    shells_pump(&f.k);
+    REQ(CONNECTION_SHELL, "execute_request", "{\"code\": \"9\"}", NULL);
+#undef REQ
+#undef KEEP
+    CHECK(!kernel_any_running(&f.k));
+    CHECK_INT(fake_check_status(&f), n);
+    CHECK_INT(f.k.requests_begun, n);
+    CHECK_INT(f.k.requests_ended, n);
+    fake_release(&f);
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_supervisor_answers_between_busy_and_idle),
     TESTING_CASE(test_unknown_request_gets_an_error_reply),
@@ -477,6 +563,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_the_worker_asks_for_the_history),
     TESTING_CASE(test_one_history_query_at_a_time),
     TESTING_CASE(test_input_requests_are_bounded),
+    TESTING_CASE(test_each_request_is_begun_and_ended_once),
     {0},
 };
 
