@@ -22,7 +22,7 @@
 #include "kernel/util/fsutil.h"
 #include "kernel/cmd/launcher_spec.h"
 #include "kernel/options.h"
-#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/worker_lifecycle.h"
 
 static void usage(FILE *f)
 {

@@ -1,6 +1,6 @@
 /* preexec: what every process the supervisor starts does first, between fork
- * (or vfork) and exec: the worker (child.c) and the worker template
- * (template.c). */
+ * (or vfork) and exec: the worker (worker_process.c) and the worker template
+ * (worker_template.c). */
 #ifndef SANDPIT_PREEXEC_H
 #define SANDPIT_PREEXEC_H
 

@@ -3,8 +3,8 @@
  * Three steps, in this order: what of the kernel's own environment a worker may
  * see (with the sandbox on, only variables known to be harmless and those the
  * user names: a Jupyter server's environment can hold tokens and credentials);
- * where the worker is a library, LD_PRELOAD naming it alone (respawn.c, once per
- * kernel); and, for each process started, the note of its cgroup (child.c). */
+ * where the worker is a library, LD_PRELOAD naming it alone (worker_lifecycle.c, once per
+ * kernel); and, for each process started, the note of its cgroup (worker_process.c). */
 #include "kernel/supervisor/worker_env.h"
 
 #include <stdio.h>

@@ -15,7 +15,7 @@ int pyrt_init(char *err, size_t errlen);
 
 /* Once, in the template before it forks: its objects are left out of the
  * workers' collections (gc.freeze), so that their pages stay shared. */
-/* Around a fork of the worker template (spawner.c), with the GIL held by the
+/* Around a fork of the worker template (template_fork.c), with the GIL held by the
  * only thread: Python's own preparation, then its repair in each process
  * (locks made anew in the child, os.register_at_fork's hooks run). */
 void pyrt_template_ready(void);

@@ -5,7 +5,7 @@
  * embedded runtime, reading nothing but the interpreter's own folders (no
  * PYTHONPATH, no workspace, no user site): that much is the same for every
  * worker of a kernel, so a worker template does it once and forks each worker
- * from there (spawner.c); started alone, a worker does it itself. Then, in
+ * from there (template_fork.c); started alone, a worker does it itself. Then, in
  * the worker, with a single thread: resource limits, namespaces and Landlock;
  * then what may import the user's modules (PYTHONPATH, --venv, the preloads);
  * then no-new-privileges and the seccomp filter on every thread. Only then
@@ -30,7 +30,7 @@
 
 #include "kernel/util/fsutil.h"
 #include "kernel/link/frames.h"
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/options.h"
@@ -39,7 +39,7 @@
 #include "kernel/worker/arenas.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
-#include "kernel/worker/spawner.h"
+#include "kernel/worker/template_fork.h"
 #include "kernel/worker/uplink.h"
 #include "sandbox/home.h"
 #include "sandbox/sandbox.h"

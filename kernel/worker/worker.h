@@ -1,5 +1,5 @@
 /* worker: `sandpit-worker`, the process that runs the user's code. Started by
- * the supervisor with the link on fd 3 (see supervisor/child.h), it confines
+ * the supervisor with the link on fd 3 (see supervisor/worker_process.h), it confines
  * itself (sandbox/), initialises CPython (pyrt), captures fds 1 and 2 (pump),
  * says hello and serves requests (uplink) until the link closes. */
 #ifndef SANDPIT_WORKER_H

@@ -49,8 +49,8 @@ ALLOWED = [
     ("kernel/client/connfile.c", "rmdir", "rmdir(dir)", "runtime folder, hidden"),
     # Fixed system paths.
     ("kernel/client/launch.c", "open", "open(\"/dev/null\"", "/dev/null"),
-    ("kernel/supervisor/child.c", "open", "open(\"/dev/null\"", "/dev/null"),
-    ("kernel/supervisor/template.c", "open", "open(\"/dev/null\"", "/dev/null"),
+    ("kernel/supervisor/worker_process.c", "open", "open(\"/dev/null\"", "/dev/null"),
+    ("kernel/supervisor/worker_template.c", "open", "open(\"/dev/null\"", "/dev/null"),
     ("kernel/supervisor/proc_stat.c", "open", "open(path, O_RDONLY", "/proc/<pid>/stat"),
     ("kernel/client/status_all.c", "open", "open(path, O_RDONLY", "/proc/<pid>/cmdline"),
     ("sandbox/sandbox.c", "opendir", "opendir(\"/proc/self/task\")", "/proc"),

@@ -14,7 +14,7 @@
 
 #include "kernel/link/frames.h"
 #include "kernel/link/link.h"
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
 #include "testing.h"
 
 static void test_framing_round_trip(void)

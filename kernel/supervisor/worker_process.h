@@ -1,12 +1,12 @@
-/* child: the worker's process and its link, as the supervisor sees them.
+/* worker_process: the worker's process and its link, as the supervisor sees them.
  * Starts the worker (fork, then exec of this same binary, so that nothing of
  * the supervisor's memory, above all the HMAC key, reaches it), carries frames
  * to it without ever blocking, hands each frame it sends to a callback, relays
  * its log, and ends it. The link's and the log's descriptors are file events
  * of the loop while the worker lives. The struct is opaque: it owns the pid,
  * both descriptors and both buffers. */
-#ifndef SANDPIT_CHILD_H
-#define SANDPIT_CHILD_H
+#ifndef SANDPIT_WORKER_PROCESS_H
+#define SANDPIT_WORKER_PROCESS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,11 +1,11 @@
-/* respawn: keep a worker running.
+/* worker_lifecycle: keep a worker running.
  *
  * A worker that dies while starting is most likely to die again (a broken
  * preload, a sandbox the machine refuses): after three in a row the next start
  * waits 1, 2, 4 ... up to 30 s, and meanwhile requests are answered at once
  * with an error that points to the log, rather than left waiting. One that
  * says hello resets the count. */
-#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/worker_lifecycle.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* child: start, feed and end the worker process.
+/* worker_process: start, feed and end the worker process.
  *
  * The hard part is what happens between fork and exec. The supervisor has
  * ZeroMQ's threads running, so the child may only make async-signal-safe calls
@@ -12,7 +12,7 @@
  * it: past OUT_HIGH bytes waiting, the link is not read, so a worker whose code
  * asks (a history query) without reading stops being heard; the frames it sent
  * meanwhile wait in the reader, and are routed once it has read. */
-#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/worker_process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +28,10 @@
 
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/preexec.h"
-#include "kernel/supervisor/template.h"
+#include "kernel/supervisor/worker_template.h"
 #include "kernel/supervisor/worker_env.h"
 #include "kernel/supervisor/worker_logpipe.h"
 #include "kernel/supervisor/proc_stat.h"
@@ -308,8 +308,8 @@ static void on_link(struct loop *l, long long id, int events, void *data)
 /* Asks the template for the worker: the child's end of the link, of its log
  * and its group's cgroup.procs files (all borrowed). The pid, or 0 when the
  * template could not (the worker is then exec'd). */
-static pid_t spawn_from(struct template *tpl, int link_fd, int log_fd,
-                        const struct sandbox_cgroup *cg)
+static pid_t fork_from_template(struct template *tpl, int link_fd, int log_fd,
+                                const struct sandbox_cgroup *cg)
 {
     int fds[SPAWN_MAX_FDS] = {link_fd, log_fd};
     size_t n = 2;
@@ -328,9 +328,9 @@ static pid_t spawn_from(struct template *tpl, int link_fd, int log_fd,
 
 /* Starts a worker's process: forked from the template when it is ready, else
  * (unless template_only) exec'd. 0 with *p filled, or -errno. */
-static int spawn(struct child *c, char *const argv[], char *const envp[],
-                 const struct sandbox_cgroup_limits *limits, struct template *tpl,
-                 bool template_only, struct proc *p)
+static int start_worker_process(struct child *c, char *const argv[], char *const envp[],
+                                const struct sandbox_cgroup_limits *limits,
+                                struct template *tpl, bool template_only, struct proc *p)
 {
     int sv[2], logp[2];
     struct sandbox_cgroup *cg = &p->cgroup;
@@ -378,8 +378,9 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         return -e;
     }
     pid_t parent = getpid();
-    pid_t pid =
-        template_state(tpl) == TEMPLATE_READY ? spawn_from(tpl, sv[1], logp[1], cg) : 0;
+    pid_t pid = template_state(tpl) == TEMPLATE_READY
+                    ? fork_from_template(tpl, sv[1], logp[1], cg)
+                    : 0;
     if (!pid && template_only) {
         pid = -1;
         errno = EAGAIN;
@@ -497,7 +498,7 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         return 0;
     }
     struct proc p = {.fd = -1, .log.fd = -1};
-    int rc = spawn(c, argv, envp, limits, tpl, false, &p);
+    int rc = start_worker_process(c, argv, envp, limits, tpl, false, &p);
     if (rc)
         return rc;
     log_info("started worker %d", (int)p.pid);
@@ -512,7 +513,7 @@ int child_start_spare(struct child *c, char *const argv[], char *const envp[],
         c->template_pid = template_pid(tpl);
     if (c->spare.pid)
         return 0;
-    int rc = spawn(c, argv, envp, limits, tpl, true, &c->spare);
+    int rc = start_worker_process(c, argv, envp, limits, tpl, true, &c->spare);
     if (rc) {
         c->spare.pid = 0;
         return rc;

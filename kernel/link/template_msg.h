@@ -1,4 +1,4 @@
-/* spawn: what the supervisor and the worker template say to each other.
+/* template_msg: what the supervisor and the worker template say to each other.
  * The template is a worker that has started Python and imported the runtime,
  * but is not confined and never runs a cell: it forks each new worker, which
  * then confines itself. Over a SOCK_SEQPACKET socketpair the supervisor sends a
@@ -7,8 +7,8 @@
  * worker's pid; the template's first message says that it is ready. Messages
  * are fixed-size structs: both ends are the same binary. Descriptors received
  * are new (the receiver closes them). */
-#ifndef SANDPIT_SPAWN_H
-#define SANDPIT_SPAWN_H
+#ifndef SANDPIT_TEMPLATE_MSG_H
+#define SANDPIT_TEMPLATE_MSG_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-/* template: start the worker template, ask it for workers, notice its end.
+/* worker_template: start the worker template, ask it for workers, notice its end.
  *
  * The template is ours, not the user's: no cell runs in it and no worker can
  * reach it (a worker closes the control socket, and the sandbox keeps it from
@@ -6,7 +6,7 @@
  * its answer to a request is waited for, briefly: it comes in the time of a
  * fork. A template that is slow, gone or answers nonsense is taken down, and
  * workers are exec'd as if there had never been one. */
-#include "kernel/supervisor/template.h"
+#include "kernel/supervisor/worker_template.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/supervisor/loop.h"
@@ -127,7 +127,8 @@ struct template *template_start(struct loop *loop, char *const argv[], char *con
         goto fail;
     }
     if (pid == 0) {
-        /* As child.c's worker: only async-signal-safe calls until exec (preexec.h). */
+        /* As worker_process.c's worker: only async-signal-safe calls until exec
+         * (preexec.h). */
         preexec_setup(parent);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
             _exit(127);
