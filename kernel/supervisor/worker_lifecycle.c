@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kernel/util/log.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
@@ -278,12 +279,14 @@ static void describe_exit(const struct child *c, int status, char *buf, size_t l
         snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
     else
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+        /* Its own statuses until it says hello; then a cell's (os._exit). */
+        worker_exit_describe(WEXITSTATUS(status), child_state(c) == CHILD_STARTING, buf,
+                             len);
 }
 
 void respawn_reaped(struct respawn *w, int status)
 {
-    char how[128], why[512];
+    char how[160], why[512];
     describe_exit(w->child, status, how, sizeof how);
     bool was_starting = child_state(w->child) == CHILD_STARTING;
     log_warn("the worker %s", how);
@@ -337,7 +340,8 @@ void respawn_stopped(struct respawn *w, int sig)
 
 bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
 {
-    return child_spare_reaped(w->child, pid) || template_reaped(w->tpl, pid, status);
+    return child_spare_reaped(w->child, pid, status) ||
+           template_reaped(w->tpl, pid, status);
 }
 
 /* Once a worker is ready (and the kernel idle), the next one starts from the

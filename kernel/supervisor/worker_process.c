@@ -24,11 +24,13 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/preexec.h"
 #include "kernel/supervisor/worker_template.h"
@@ -412,10 +414,10 @@ static int start_worker_process(struct child *c, char *const argv[], char *const
         sandbox_cgroup_join(cg);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
             dup2(logp[1], 2) < 0)
-            _exit(127);
+            _exit(WORKER_EXIT_EXEC);
         syscall(SYS_close_range, 4U, ~0U, 0U);
         execve(argv[0], argv, env);
-        _exit(127);
+        _exit(WORKER_EXIT_EXEC);
     }
     worker_env_free_with(env);
     sandbox_cgroup_started(cg, pid);
@@ -535,11 +537,17 @@ void child_end_all(struct child *c)
         log_info("ended %d processes left below the kernel", rc);
 }
 
-bool child_spare_reaped(struct child *c, pid_t pid)
+bool child_spare_reaped(struct child *c, pid_t pid, int status)
 {
     if (!c->spare.pid || c->spare.pid != pid)
         return false;
-    log_warn("worker %d, started beforehand, ended before it was needed", (int)pid);
+    /* No cell has run in it: a status it exited with is one of sandpit's. */
+    char how[160];
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(status));
+    else
+        worker_exit_describe(WEXITSTATUS(status), true, how, sizeof how);
+    log_warn("worker %d, started beforehand, %s before it was needed", (int)pid, how);
     drop_spare(c, true);
     return true;
 }

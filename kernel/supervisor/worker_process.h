@@ -77,8 +77,9 @@ void child_stop_spare(struct child *c);
  * group, where nothing kept it in, came back to the supervisor as an orphan). */
 void child_end_all(struct child *c);
 
-/* A child process was reaped: true if it was the spare (now gone). */
-bool child_spare_reaped(struct child *c, pid_t pid);
+/* A child process was reaped, with status (waitpid's): true if it was the
+ * spare (now gone, its end logged). */
+bool child_spare_reaped(struct child *c, pid_t pid, int status);
 
 /* A child process was reaped: removes the cgroups of workers that have ended. */
 void child_reaped(struct child *c);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/supervisor/loop.h"
@@ -131,10 +132,10 @@ struct template *template_start(struct loop *loop, char *const argv[], char *con
          * (preexec.h). */
         preexec_setup(parent);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
-            _exit(127);
+            _exit(WORKER_EXIT_EXEC);
         syscall(SYS_close_range, 4U, ~0U, 0U);
         execve(targv[0], targv, envp);
-        _exit(127);
+        _exit(WORKER_EXIT_EXEC);
     }
     close(sv[1]);
     close(devnull);
@@ -225,11 +226,11 @@ bool template_reaped(struct template *t, pid_t pid, int status)
 {
     if (!t || pid != t->pid)
         return false;
-    char how[96];
+    char how[160];
     if (WIFSIGNALED(status))
         snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(status));
     else
-        snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
+        worker_exit_describe(WEXITSTATUS(status), true, how, sizeof how);
     if (t->state != TEMPLATE_DOWN)
         take_down(t, how);
     t->pid = 0;

@@ -31,6 +31,7 @@
 #include "kernel/util/fsutil.h"
 #include "kernel/link/frames.h"
 #include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/options.h"
@@ -439,7 +440,7 @@ int worker_main(int argc, char **argv)
     log_init(name, LOG_WARN, logfd >= 0 ? logfd : 2);
     if (options_parse(&o, argc, argv, err, sizeof err) || !o.workspace || !o.tmpdir) {
         log_error("bad worker command line: %s", o.workspace ? err : "no workspace");
-        return 2;
+        return WORKER_EXIT_USAGE;
     }
     log_init(name, o.log_level, logfd >= 0 ? logfd : 2);
     /* The namespaces are tried beside CPython's start, not after it (sandbox.h). */
@@ -460,7 +461,7 @@ int worker_main(int argc, char **argv)
         start_folder[0] = 0;
     if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
-        return 4;
+        return WORKER_EXIT_PYTHON;
     }
     stopwatch_step(&watch, "Python and the runtime");
     /* What the supervisor made of the worker's cgroup, for the report. */
@@ -472,7 +473,7 @@ int worker_main(int argc, char **argv)
             if (rc < 0)
                 log_error("the worker template stops: %s", strerror(-rc));
             fflush(NULL);
-            _exit(rc == 0 ? 0 : 1);
+            _exit(rc == 0 ? WORKER_EXIT_OK : WORKER_EXIT_FAILED);
         }
         /* From here on, a worker forked from the template. */
         log_init("worker", o.log_level, logfd);
@@ -491,7 +492,7 @@ int worker_main(int argc, char **argv)
     uplink_set_frame_limit(link_worker_frame_limit(o.max_output, options_max_images(&o)));
     if (chdir(o.workspace) != 0) {
         log_error("cannot enter the workspace %s: %s", o.workspace, strerror(errno));
-        return 2;
+        return WORKER_EXIT_USAGE;
     }
 
     struct sandbox_policy policy;
@@ -515,14 +516,14 @@ int worker_main(int argc, char **argv)
     char **ro_paths = read_only_paths(&o, &policy, why, sizeof why);
     if (!ro_paths) {
         log_error("cannot confine the worker: %s", why);
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
     if (o.sandbox && !connection_file_in_place(&o)) {
         log_error("cannot confine the worker: the connection file %s is no longer the "
                   "one the kernel started with, and its key may lie elsewhere in the "
                   "workspace",
                   o.hide);
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
     policy.ro_paths = (const char *const *)ro_paths;
     /* The connection file holds the key: unreadable even inside the workspace; so
@@ -533,7 +534,7 @@ int worker_main(int argc, char **argv)
     if (rc != 0) {
         log_error("cannot confine the worker: %s",
                   masks.why[0] ? masks.why : "out of memory building the sandbox policy");
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
     if (masks.scan_cut)
         log_warn("the workspace has too many entries near its top: connection files of "
@@ -546,7 +547,7 @@ int worker_main(int argc, char **argv)
     const char **hidden = calloc(n_hidden + 4, sizeof *hidden);
     if (!hidden) {
         log_error("out of memory building the sandbox policy");
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
     size_t k = 0;
     if (o.hide)
@@ -582,7 +583,7 @@ int worker_main(int argc, char **argv)
     rc = sandbox_enter(&policy, &report);
     if (rc) {
         log_error("cannot confine the worker: %s", strerror(-rc));
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
     stopwatch_step(&watch, "confined (rlimits, namespaces, Landlock)");
 
@@ -591,14 +592,14 @@ int worker_main(int argc, char **argv)
         stopwatch_step(&watch, "preloads");
     if ((rc = pump_start(o.max_output)) != 0) {
         log_error("cannot capture the output: %s", strerror(-rc));
-        return 5;
+        return WORKER_EXIT_OUTPUT;
     }
     pyrt_before_lock();
     stopwatch_step(&watch, "output pump and the user's namespace");
     rc = sandbox_lock(&policy, &report);
     if (rc) {
         log_error("cannot lock the sandbox: %s", strerror(-rc));
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
     stopwatch_step(&watch, "locked (seccomp)");
     if (later) {

@@ -6,7 +6,7 @@
 #define SANDPIT_WORKER_H
 
 /* The worker's main() (kernel/worker_main.c); argv[0] is the program. Returns
- * the exit status. */
+ * the exit status (an enum worker_exit, kernel/link/worker_exit.h). */
 int worker_main(int argc, char **argv);
 
 #endif
