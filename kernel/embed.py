@@ -15,7 +15,7 @@ worker does not compile the runtime at every start: an entry named like the
 source with a "c" added ("kernel/python/sandpit/display.pyc"), holding the
 four bytes of this interpreter's magic number, then the code object as
 marshal writes it. The worker uses it only when its interpreter's magic
-number is the same, and compiles the source otherwise (kernel/worker/pyrt.c).
+number is the same, and compiles the source otherwise (kernel/worker/pyimport.c).
 The code is compiled under the filename the worker gives the module
 ("<sandpit>/sandpit/display.py"), as the source would be.
 """

@@ -1,7 +1,9 @@
-/* pyrt: the embedded CPython of the worker. The only part of the supervisor's
- * binary that includes Python.h; it exposes the built-in module _sandpit (the
- * link, the output pump) to the Python runtime in kernel/python/sandpit/,
- * which does the per-cell work. No Python object crosses this header. */
+/* pyrt: CPython's life in the worker (Python's own program with
+ * sandpit-worker.so preloaded, or sandpit-worker under the sanitizers): it is
+ * initialised with the built-in module _sandpit (pymodule.h) and the embedded
+ * runtime's importer (pyimport.h), then calls into the Python runtime in
+ * kernel/python/sandpit/, which does the per-cell work. Only the worker's
+ * files include Python.h; no Python object crosses this header. */
 #ifndef SANDPIT_PYRT_H
 #define SANDPIT_PYRT_H
 
@@ -33,12 +35,6 @@ void pyrt_add_path(const char *pythonpath);
  * before the system's, as a virtual environment's Python has it. A failure is
  * logged, not fatal. */
 void pyrt_add_site_dir(const char *dir);
-
-/* True when data (an embedded ".pyc" entry: the magic number of the Python that
- * compiled it, then marshalled code; see kernel/embed.py) was compiled for this
- * interpreter's version; otherwise the worker compiles the source. Call it once
- * Python is initialised (the magic number is its importer's). */
-bool pyrt_bytecode_fits(const unsigned char *data, size_t len);
 
 /* Imports each module of a comma-separated list; a failure is logged (at debug level
  * when quiet: a second call will try again), not fatal. One already imported is not
