@@ -30,6 +30,7 @@
  * anyone else gets "unavailable" with the reason.
  */
 #include "sandbox/internal.h"
+#include "sandbox/kfile.h"
 #include "sandbox/tfile.h"
 
 #include <dirent.h>
@@ -52,29 +53,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t len = strlen(text);
-    ssize_t n = write(fd, text, len);
-    int rc = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-    close(fd);
-    return rc;
-}
-
 static int write_maps(uid_t uid, gid_t gid)
 {
     char line[64];
-    int rc = write_file("/proc/self/setgroups", "deny");
+    int rc = kfile_write_text("/proc/self/setgroups", "deny");
     if (rc < 0 && rc != -ENOENT) /* before Linux 3.19 there is no such file */
         return rc;
     snprintf(line, sizeof line, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-    if ((rc = write_file("/proc/self/uid_map", line)) < 0)
+    if ((rc = kfile_write_text("/proc/self/uid_map", line)) < 0)
         return rc;
     snprintf(line, sizeof line, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-    return write_file("/proc/self/gid_map", line);
+    return kfile_write_text("/proc/self/gid_map", line);
 }
 
 /* What went wrong in a trial: the step and its errno. */
