@@ -328,38 +328,18 @@ static pid_t fork_from_template(struct template *tpl, int link_fd, int log_fd,
     return pid;
 }
 
-/* Starts a worker's process: forked from the template when it is ready, else
- * (unless template_only) exec'd. 0 with *p filled, or -errno. */
-static int start_worker_process(struct child *c, char *const argv[], char *const envp[],
-                                const struct sandbox_cgroup_limits *limits,
-                                struct template *tpl, bool template_only, struct proc *p)
+/* The descriptors a new worker is given: its end of the link (sv[1]; sv[0] the
+ * supervisor's), its log pipe (logp) and /dev/null. The descriptor of /dev/null with
+ * all made, or -errno with none left open. Not inlined: its locals would become the
+ * caller's, live across vfork, which the compiler rightly refuses (-Wclobbered). */
+__attribute__((noinline)) static int open_worker_fds(int sv[2], int logp[2])
 {
-    int sv[2], logp[2];
-    struct sandbox_cgroup *cg = &p->cgroup;
-    sandbox_cgroup_init(cg);
-    if (template_only && template_state(tpl) != TEMPLATE_READY)
-        return -EAGAIN;
-    if (limits) {
-        if (sandbox_cgroup_create(cg, ++c->started, limits) == 0)
-            log_info("cgroup: %s", cg->detail);
-        else
-            log_warn("no cgroup for the worker: %s", cg->detail);
-    }
-    char **env = worker_env_with_cgroup(envp, cg->detail[0] ? cg->detail : "none");
-    if (!env || pipe2(logp, O_CLOEXEC) < 0) {
-        int e = env ? errno : ENOMEM;
-        worker_env_free_with(env);
-        sandbox_cgroup_remove(cg);
-        sandbox_cgroup_release(cg);
-        return -e;
-    }
+    if (pipe2(logp, O_CLOEXEC) < 0)
+        return -errno;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         int e = errno;
         close(logp[0]);
         close(logp[1]);
-        worker_env_free_with(env);
-        sandbox_cgroup_remove(cg);
-        sandbox_cgroup_release(cg);
         return -e;
     }
     /* Big socket buffers: a chart of a few hundred kilobytes then passes in one
@@ -374,10 +354,61 @@ static int start_worker_process(struct child *c, char *const argv[], char *const
         close(sv[1]);
         close(logp[0]);
         close(logp[1]);
+        return -e;
+    }
+    return devnull;
+}
+
+/* In the vforked child: joins the group, puts the descriptors in place and execs
+ * the worker. Never returns; only system calls on what was made before the fork. */
+__attribute__((noreturn)) static void exec_worker(pid_t parent,
+                                                  const struct sandbox_cgroup *cg,
+                                                  int link_fd, int devnull, int log_fd,
+                                                  char *const argv[], char **env)
+{
+    preexec_setup(parent);
+    /* Before exec: nothing the worker runs is outside its group. If this fails,
+     * the worker finds itself outside and says so in its report. */
+    sandbox_cgroup_join(cg);
+    if (dup2(link_fd, 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+        dup2(log_fd, 2) < 0)
+        _exit(WORKER_EXIT_EXEC);
+    syscall(SYS_close_range, 4U, ~0U, 0U);
+    execve(argv[0], argv, env);
+    _exit(WORKER_EXIT_EXEC);
+}
+
+/* The worker's group, made with limits (NULL: none), its outcome logged. */
+static void make_worker_group(struct child *c, const struct sandbox_cgroup_limits *limits,
+                              struct sandbox_cgroup *cg)
+{
+    if (!limits)
+        return;
+    if (sandbox_cgroup_create(cg, ++c->started, limits) == 0)
+        log_info("cgroup: %s", cg->detail);
+    else
+        log_warn("no cgroup for the worker: %s", cg->detail);
+}
+
+/* Starts a worker's process: forked from the template when it is ready, else
+ * (unless template_only) exec'd. 0 with *p filled, or -errno. */
+static int start_worker_process(struct child *c, char *const argv[], char *const envp[],
+                                const struct sandbox_cgroup_limits *limits,
+                                struct template *tpl, bool template_only, struct proc *p)
+{
+    int sv[2], logp[2];
+    struct sandbox_cgroup *cg = &p->cgroup;
+    sandbox_cgroup_init(cg);
+    if (template_only && template_state(tpl) != TEMPLATE_READY)
+        return -EAGAIN;
+    make_worker_group(c, limits, cg);
+    char **env = worker_env_with_cgroup(envp, cg->detail[0] ? cg->detail : "none");
+    const int devnull = env ? open_worker_fds(sv, logp) : -ENOMEM;
+    if (devnull < 0) {
         worker_env_free_with(env);
         sandbox_cgroup_remove(cg);
         sandbox_cgroup_release(cg);
-        return -e;
+        return devnull;
     }
     pid_t parent = getpid();
     pid_t pid = template_state(tpl) == TEMPLATE_READY
@@ -407,18 +438,8 @@ static int start_worker_process(struct child *c, char *const argv[], char *const
         sandbox_cgroup_release(cg);
         return -e;
     }
-    if (pid == 0) {
-        preexec_setup(parent);
-        /* Before exec: nothing the worker runs is outside its group. If this fails,
-         * the worker finds itself outside and says so in its report. */
-        sandbox_cgroup_join(cg);
-        if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
-            dup2(logp[1], 2) < 0)
-            _exit(WORKER_EXIT_EXEC);
-        syscall(SYS_close_range, 4U, ~0U, 0U);
-        execve(argv[0], argv, env);
-        _exit(WORKER_EXIT_EXEC);
-    }
+    if (pid == 0)
+        exec_worker(parent, cg, sv[1], devnull, logp[1], argv, env);
     worker_env_free_with(env);
     sandbox_cgroup_started(cg, pid);
     close(sv[1]);
