@@ -562,13 +562,13 @@ bool child_spare_reaped(struct child *c, pid_t pid, int status)
 {
     if (!c->spare.pid || c->spare.pid != pid)
         return false;
+    log_warn("worker %d, started beforehand, ended before it was needed", (int)pid);
     /* No cell has run in it: a status it exited with is one of sandpit's. */
-    char how[160];
-    if (WIFSIGNALED(status))
-        snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(status));
-    else
+    if (WIFEXITED(status)) {
+        char how[160];
         worker_exit_describe(WEXITSTATUS(status), true, how, sizeof how);
-    log_warn("worker %d, started beforehand, %s before it was needed", (int)pid, how);
+        log_warn("worker %d %s", (int)pid, how);
+    }
     drop_spare(c, true);
     return true;
 }
