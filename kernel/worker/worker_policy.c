@@ -203,7 +203,9 @@ static int hidden_paths(struct worker_policy *wp, const struct options *o)
     size_t n_hidden = 0;
     while (masks->hidden && masks->hidden[n_hidden])
         n_hidden++;
-    const char **hidden = wp->hidden = calloc(n_hidden + 4, sizeof *hidden);
+    /* Beside the masks': the connection file, two of the history's, two other
+     * private roots, and the list's end. */
+    const char **hidden = wp->hidden = calloc(n_hidden + 6, sizeof *hidden);
     if (!hidden) {
         log_error("out of memory building the sandbox policy");
         return -1;
