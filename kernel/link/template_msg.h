@@ -5,8 +5,8 @@
  * request (the new worker's descriptors, passed with SCM_RIGHTS, and what the
  * supervisor made of its cgroup) and the template answers with the new
  * worker's pid; the template's first message says that it is ready. Messages
- * are fixed-size structs: both ends are the same binary. Descriptors received
- * are new (the receiver closes them). */
+ * are fixed-size structs: both ends (sandpit and the worker) are built together.
+ * Descriptors received are new (the receiver closes them). */
 #ifndef SANDPIT_TEMPLATE_MSG_H
 #define SANDPIT_TEMPLATE_MSG_H
 

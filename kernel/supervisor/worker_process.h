@@ -1,6 +1,8 @@
 /* worker_process: the worker's process and its link, as the supervisor sees them.
- * Starts the worker (fork, then exec of this same binary, so that nothing of
- * the supervisor's memory, above all the HMAC key, reaches it), carries frames
+ * Starts the worker (vfork, then exec of the worker's program: Python's own
+ * with sandpit-worker.so preloaded, so that nothing of the supervisor's memory,
+ * above all the HMAC key, reaches it; or a fork of the worker template, which
+ * was exec'd so too), keeps a spare started beforehand, carries frames
  * to it without ever blocking, hands each frame it sends to a callback, relays
  * its log, and ends it. The link's and the log's descriptors are file events
  * of the loop while the worker lives. The struct is opaque: it owns the pid,
