@@ -41,6 +41,8 @@ def test_a_worker_that_cannot_confine_itself_is_reported_by_name(jupyter_dir, tm
         deadline = time.monotonic() + TIMEOUT
         while "is no longer the one the kernel started with" not in log.read_text() \
                 or NAMED not in log.read_text():
+            if "LeakSanitizer" in log.read_text():
+                pytest.skip("a sanitised worker's leak report replaces its exit status")
             assert time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.05)
         # Said by the supervisor, not only by the worker.
