@@ -264,7 +264,8 @@ SAN_BUILD   := build-$(subst $(comma),-,$(SAN_KINDS))
 SAN_REPORTS := $(abspath $(SAN_BUILD))/reports
 SAN_TESTS   := tests/integration/test_execute.py tests/integration/test_robustness.py \
                tests/sandbox/test_messages.py tests/integration/test_enterprise_gateway.py \
-               "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends"
+               "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends" \
+               tests/trusted/test_hidden_paths_room.py
 # A worker that a test crashes on purpose must die of its signal, as without
 # sanitizers: the runtime's own handlers are off.
 SAN_ENV     := ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=1:log_path=$(SAN_REPORTS)/asan \

@@ -1,4 +1,4 @@
-"""Writes a C file that holds files inside the sandpit binary.
+"""Writes a C file that holds files inside sandpit's programs.
 
 usage: embed.py OUT.c SET FILE...
 
@@ -10,12 +10,12 @@ Keeping them in the programs means `sandpit install` and the worker need
 nothing beside them.
 
 Each Python file also gets its bytecode, compiled here by the interpreter
-that the binary embeds (the Makefile runs this script with it), so that the
+that the worker runs (the Makefile runs this script with it), so that the
 worker does not compile the runtime at every start: an entry named like the
 source with a "c" added ("kernel/python/sandpit/display.pyc"), holding the
 four bytes of this interpreter's magic number, then the code object as
 marshal writes it. The worker uses it only when its interpreter's magic
-number is the same, and compiles the source otherwise (kernel/worker/pyrt.c).
+number is the same, and compiles the source otherwise (kernel/worker/pyimport.c).
 The code is compiled under the filename the worker gives the module
 ("<sandpit>/sandpit/display.py"), as the source would be.
 """

@@ -25,7 +25,7 @@
 #include "kernel/cmd/kernelspecs.h"
 #include "kernel/util/log.h"
 #include "kernel/options.h"
-#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/worker_lifecycle.h"
 #include "kernel/supervisor/supervisor.h"
 #include "kernel/version.h"
 #include "sandbox/home.h"

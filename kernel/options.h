@@ -43,7 +43,7 @@ struct options {
     unsigned long max_file_mib; /* largest file a cell may write; 0: none */
     bool network;
     bool sandbox;
-    bool template;      /* workers forked from a worker template (respawn.c) */
+    bool template;      /* workers forked from a worker template (worker_lifecycle.c) */
     bool active_output; /* outputs published as they are, scripts and all */
 
     unsigned long max_message_mib; /* largest message from a client; 0: none */

@@ -119,6 +119,71 @@ static size_t put_utf8(char *o, uint32_t cp)
     return 4;
 }
 
+/* The end of the run of plain ASCII bytes from i (none below 0x20, none a
+ * backslash, none of 0x80 and above), looked at eight bytes at a time. */
+static size_t plain_run(const unsigned char *u, size_t i, size_t len)
+{
+    size_t run = i;
+    for (; run + 8 <= len; run += 8) {
+        uint64_t x;
+        memcpy(&x, u + run, 8);
+        uint64_t b = x ^ 0x5C5C5C5C5C5C5C5CULL;
+        uint64_t flags =
+            ((x - 0x2020202020202020ULL) & ~x) | ((b - 0x0101010101010101ULL) & ~b) | x;
+        if (flags & 0x8080808080808080ULL)
+            break;
+    }
+    while (run < len && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '\\')
+        run++;
+    return run;
+}
+
+/* Decodes the escape at s[*i] (a backslash) into *w, both moved past it: 0, or -1
+ * with *why set when jansson would refuse it. */
+static int decode_escape(const char *s, size_t len, size_t *i, char **w, const char **why)
+{
+    if (*i + 1 >= len) {
+        *why = "invalid escape";
+        return -1;
+    }
+    char e = s[*i + 1];
+    const char *simple = strchr("\"\\/bfnrt", e);
+    if (e && simple) {
+        static const char to[] = "\"\\/\b\f\n\r\t";
+        *(*w)++ = to[simple - "\"\\/bfnrt"];
+        *i += 2;
+        return 0;
+    }
+    int cp = e == 'u' && *i + 6 <= len ? hex4(s + *i + 2) : -1;
+    if (cp < 0) {
+        *why = "invalid escape";
+        return -1;
+    }
+    *i += 6;
+    uint32_t code = (uint32_t)cp;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        *why = "invalid Unicode escape: a lone low surrogate";
+        return -1;
+    }
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        size_t at = *i;
+        int lo =
+            at + 6 <= len && s[at] == '\\' && s[at + 1] == 'u' ? hex4(s + at + 2) : -1;
+        if (lo < 0xDC00 || lo > 0xDFFF) {
+            *why = "invalid Unicode escape: a lone high surrogate";
+            return -1;
+        }
+        code = 0x10000 + (((uint32_t)cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+        *i += 6;
+    }
+    if (code == 0) {
+        *why = "\\u0000 is not allowed";
+        return -1;
+    }
+    *w += put_utf8(*w, code);
+    return 0;
+}
+
 /* Decodes the contents s[0, len) of a JSON string into a new buffer: 0, or -1
  * with *why set when jansson would refuse it. */
 static int decode(const char *s, size_t len, char **out, size_t *out_len,
@@ -132,20 +197,7 @@ static int decode(const char *s, size_t len, char **out, size_t *out_len,
         return -1;
     }
     while (i < len) {
-        /* Eight plain ASCII bytes at a time: none below 0x20, none a backslash,
-         * none of 0x80 and above. */
-        size_t run = i;
-        for (; run + 8 <= len; run += 8) {
-            uint64_t x;
-            memcpy(&x, u + run, 8);
-            uint64_t b = x ^ 0x5C5C5C5C5C5C5C5CULL;
-            uint64_t flags = ((x - 0x2020202020202020ULL) & ~x) |
-                             ((b - 0x0101010101010101ULL) & ~b) | x;
-            if (flags & 0x8080808080808080ULL)
-                break;
-        }
-        while (run < len && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '\\')
-            run++;
+        size_t run = plain_run(u, i, len);
         memcpy(w, s + i, run - i);
         w += run - i;
         if ((i = run) >= len)
@@ -166,45 +218,8 @@ static int decode(const char *s, size_t len, char **out, size_t *out_len,
             *why = "control character in a string";
             goto bad;
         }
-        /* A backslash. */
-        if (i + 1 >= len) {
-            *why = "invalid escape";
+        if (decode_escape(s, len, &i, &w, why) < 0)
             goto bad;
-        }
-        char e = s[i + 1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e && simple) {
-            static const char to[] = "\"\\/\b\f\n\r\t";
-            *w++ = to[simple - "\"\\/bfnrt"];
-            i += 2;
-            continue;
-        }
-        int cp = e == 'u' && i + 6 <= len ? hex4(s + i + 2) : -1;
-        if (cp < 0) {
-            *why = "invalid escape";
-            goto bad;
-        }
-        i += 6;
-        uint32_t code = (uint32_t)cp;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            *why = "invalid Unicode escape: a lone low surrogate";
-            goto bad;
-        }
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            int lo =
-                i + 6 <= len && s[i] == '\\' && s[i + 1] == 'u' ? hex4(s + i + 2) : -1;
-            if (lo < 0xDC00 || lo > 0xDFFF) {
-                *why = "invalid Unicode escape: a lone high surrogate";
-                goto bad;
-            }
-            code = 0x10000 + (((uint32_t)cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
-            i += 6;
-        }
-        if (code == 0) {
-            *why = "\\u0000 is not allowed";
-            goto bad;
-        }
-        w += put_utf8(w, code);
     }
     *w = 0;
     *out = o;

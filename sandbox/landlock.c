@@ -215,6 +215,70 @@ static void unavailable(struct sandbox_layer *l, int err)
                            strerror(err));
 }
 
+/* The ruleset's attributes for this ABI: what it handles of files, of TCP (with the
+ * network off) and of scopes. The size of attr the kernel is to read. */
+static size_t ruleset_attr_for(int abi, bool network, struct ll_ruleset_attr *attr)
+{
+    *attr = (struct ll_ruleset_attr){0};
+    size_t attr_size = sizeof attr->handled_access_fs;
+    attr->handled_access_fs = handled_fs_for(abi);
+    if (abi >= 4) {
+        attr_size = offsetof(struct ll_ruleset_attr, scoped);
+        if (!network)
+            attr->handled_access_net =
+                LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+    }
+    if (abi >= 6) {
+        attr_size = sizeof *attr;
+        attr->scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+    }
+    return attr_size;
+}
+
+/* The rules: the system's paths, then the policy's read-write and read-only ones.
+ * What could not be added is said in notes; *n_rw and *n_ro count the policy's. */
+static void add_rules(int ruleset, const struct sandbox_policy *p, uint64_t handled,
+                      char *notes, size_t size, size_t *n_rw, size_t *n_ro)
+{
+    for (size_t i = 0; i < sizeof system_rules / sizeof system_rules[0]; i++) {
+        int rc = add_rule(ruleset, system_rules[i].path, system_rules[i].access, handled);
+        if (rc < 0 && rc != -ENOENT) {
+            size_t len = strlen(notes);
+            snprintf(notes + len, size - len, "%sskipped %s: %s", len ? "; " : "",
+                     system_rules[i].path, strerror(-rc));
+        }
+    }
+    uint64_t rw = handled & ~RW_EXCLUDED;
+    *n_rw = *n_ro = 0;
+    *n_rw += add_policy_path(ruleset, p->workspace, rw, handled, notes, size);
+    *n_rw += add_policy_path(ruleset, p->tmpdir, rw, handled, notes, size);
+    for (const char *const *s = p->rw_paths; s && *s; s++)
+        *n_rw += add_policy_path(ruleset, *s, rw, handled, notes, size);
+    for (const char *const *s = p->ro_paths; s && *s; s++)
+        *n_ro += add_policy_path(ruleset, *s, RO_EXEC, handled, notes, size);
+}
+
+/* The layer once the ruleset is in force. */
+static void report_active(struct sandbox_layer *l, int abi, bool network, size_t n_ro,
+                          size_t n_rw, const char *notes)
+{
+    sandbox__layer_set(l, SANDBOX_ACTIVE,
+                       "ABI %d: files: system read-only (+%zu), %zu read-write path%s",
+                       abi, n_ro, n_rw, n_rw == 1 ? "" : "s");
+    if (abi < 4)
+        sandbox__layer_note(l, "no TCP rules before ABI 4");
+    else if (network)
+        sandbox__layer_note(l, "TCP allowed (network on)");
+    else
+        sandbox__layer_note(l, "TCP bind and connect denied");
+    if (abi >= 6)
+        sandbox__layer_note(l, "signals and abstract sockets scoped");
+    else
+        sandbox__layer_note(l, "no signal scoping before ABI 6");
+    if (notes[0])
+        sandbox__layer_note(l, "%s", notes);
+}
+
 int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer *l,
                             int *abi_out)
 {
@@ -227,20 +291,8 @@ int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer
     int abi = (int)v;
     *abi_out = abi;
 
-    struct ll_ruleset_attr attr = {0};
-    size_t attr_size = sizeof attr.handled_access_fs;
-    attr.handled_access_fs = handled_fs_for(abi);
-    if (abi >= 4) {
-        attr_size = offsetof(struct ll_ruleset_attr, scoped);
-        if (!p->network)
-            attr.handled_access_net =
-                LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
-    }
-    if (abi >= 6) {
-        attr_size = sizeof attr;
-        attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-    }
-
+    struct ll_ruleset_attr attr;
+    size_t attr_size = ruleset_attr_for(abi, p->network, &attr);
     int rc = 0;
     int ruleset = (int)ll_create_ruleset(&attr, attr_size, 0);
     if (ruleset < 0) {
@@ -250,24 +302,9 @@ int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer
         return rc;
     }
 
-    uint64_t handled = attr.handled_access_fs;
     char notes[SANDBOX_DETAIL_MAX] = "";
-    for (size_t i = 0; i < sizeof system_rules / sizeof system_rules[0]; i++) {
-        rc = add_rule(ruleset, system_rules[i].path, system_rules[i].access, handled);
-        if (rc < 0 && rc != -ENOENT) {
-            size_t len = strlen(notes);
-            snprintf(notes + len, sizeof notes - len, "%sskipped %s: %s", len ? "; " : "",
-                     system_rules[i].path, strerror(-rc));
-        }
-    }
-    uint64_t rw = handled & ~RW_EXCLUDED;
-    size_t n_rw = 0, n_ro = 0;
-    n_rw += add_policy_path(ruleset, p->workspace, rw, handled, notes, sizeof notes);
-    n_rw += add_policy_path(ruleset, p->tmpdir, rw, handled, notes, sizeof notes);
-    for (const char *const *s = p->rw_paths; s && *s; s++)
-        n_rw += add_policy_path(ruleset, *s, rw, handled, notes, sizeof notes);
-    for (const char *const *s = p->ro_paths; s && *s; s++)
-        n_ro += add_policy_path(ruleset, *s, RO_EXEC, handled, notes, sizeof notes);
+    size_t n_rw, n_ro;
+    add_rules(ruleset, p, attr.handled_access_fs, notes, sizeof notes, &n_rw, &n_ro);
 
     /* restrict_self needs no_new_privs (or CAP_SYS_ADMIN in the current namespace, which
      * the worker has just dropped). It is also what stage 2 sets for seccomp; setting it
@@ -281,21 +318,6 @@ int sandbox__landlock_apply(const struct sandbox_policy *p, struct sandbox_layer
         return rc;
     }
     close(ruleset);
-
-    sandbox__layer_set(l, SANDBOX_ACTIVE,
-                       "ABI %d: files: system read-only (+%zu), %zu read-write path%s",
-                       abi, n_ro, n_rw, n_rw == 1 ? "" : "s");
-    if (abi < 4)
-        sandbox__layer_note(l, "no TCP rules before ABI 4");
-    else if (p->network)
-        sandbox__layer_note(l, "TCP allowed (network on)");
-    else
-        sandbox__layer_note(l, "TCP bind and connect denied");
-    if (abi >= 6)
-        sandbox__layer_note(l, "signals and abstract sockets scoped");
-    else
-        sandbox__layer_note(l, "no signal scoping before ABI 6");
-    if (notes[0])
-        sandbox__layer_note(l, "%s", notes);
+    report_active(l, abi, p->network, n_ro, n_rw, notes);
     return 0;
 }

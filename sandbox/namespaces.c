@@ -30,6 +30,7 @@
  * anyone else gets "unavailable" with the reason.
  */
 #include "sandbox/internal.h"
+#include "sandbox/kfile.h"
 #include "sandbox/tfile.h"
 
 #include <dirent.h>
@@ -52,29 +53,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t len = strlen(text);
-    ssize_t n = write(fd, text, len);
-    int rc = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-    close(fd);
-    return rc;
-}
-
 static int write_maps(uid_t uid, gid_t gid)
 {
     char line[64];
-    int rc = write_file("/proc/self/setgroups", "deny");
+    int rc = kfile_write_text("/proc/self/setgroups", "deny");
     if (rc < 0 && rc != -ENOENT) /* before Linux 3.19 there is no such file */
         return rc;
     snprintf(line, sizeof line, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-    if ((rc = write_file("/proc/self/uid_map", line)) < 0)
+    if ((rc = kfile_write_text("/proc/self/uid_map", line)) < 0)
         return rc;
     snprintf(line, sizeof line, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-    return write_file("/proc/self/gid_map", line);
+    return kfile_write_text("/proc/self/gid_map", line);
 }
 
 /* What went wrong in a trial: the step and its errno. */
@@ -295,71 +284,100 @@ static int small_tmpfs_on(const char *dir, const struct sandbox_policy *p)
                                                                               : 0;
 }
 
-/* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
- * hidden paths covered. */
-static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt,
-                        bool small_tmpfs)
+/* What setup_mounts' phases hand each other, and the report. */
+enum { MAX_RW = 64 };
+struct mounts {
+    const char *rw[MAX_RW + 1]; /* the read-write paths (rw_list) */
+    bool bound[MAX_RW];         /* which of them are bound (or a small tmpfs) */
+    size_t n_rw, n_bound;
+    int ro_rc;        /* "/" made read-only: 0, or why not */
+    bool can_setattr; /* ro_rc == 0: mount_setattr works here */
+    char masked[SANDBOX_DETAIL_MAX], locked[SANDBOX_DETAIL_MAX]; /* home.h's */
+    size_t hidden;                                               /* paths covered */
+    char hidden_list[SANDBOX_DETAIL_MAX];
+    int hide_rc; /* the first cover that failed, or 0 */
+};
+
+/* Phase 1. Private first: otherwise, in a namespace made by real root, the mounts
+ * below would propagate to the host. If that fails, nothing else may be mounted. */
+static int mounts_make_private(struct sandbox_layer *mnt)
 {
-    /* Private first: otherwise, in a namespace made by real root, the mounts below would
-     * propagate to the host. If that fails, nothing else may be mounted. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
         int rc = -errno;
         sandbox__layer_set(mnt, SANDBOX_FAILED, "cannot make mounts private: %s",
                            strerror(-rc));
         return rc;
     }
-    char cwd[PATH_MAX];
-    bool have_cwd = getcwd(cwd, sizeof cwd) != NULL;
+    return 0;
+}
 
-    enum { MAX_RW = 64 };
-    const char *rw[MAX_RW + 1];
-    bool bound[MAX_RW] = {false};
-    size_t n_rw = rw_list(p, rw, MAX_RW + 1), n_bound = 0;
-    mnt->detail[0] = '\0';
-    if (n_rw > MAX_RW) {
+/* Phase 2. Each read-write path bound on itself (or, for a temporary folder on
+ * tmpfs when small_tmpfs, a small private tmpfs), so that it can be made
+ * writable again once everything is read-only. */
+static void mounts_bind_rw(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                           bool small_tmpfs, struct mounts *m)
+{
+    m->n_rw = rw_list(p, m->rw, MAX_RW + 1);
+    if (m->n_rw > MAX_RW) {
         sandbox__layer_note(mnt, "only the first %d read-write paths are writable",
                             MAX_RW);
-        n_rw = MAX_RW;
+        m->n_rw = MAX_RW;
     }
-    for (size_t i = 0; i < n_rw; i++) {
-        if (small_tmpfs && rw[i] == p->tmpdir && on_tmpfs(rw[i])) {
-            int rc = small_tmpfs_on(rw[i], p);
+    for (size_t i = 0; i < m->n_rw; i++) {
+        const char *rw = m->rw[i];
+        if (small_tmpfs && rw == p->tmpdir && on_tmpfs(rw)) {
+            int rc = small_tmpfs_on(rw, p);
             if (rc == 0) {
-                bound[i] = true;
-                n_bound++;
-                sandbox__layer_note(mnt, "a small private tmpfs on %s", rw[i]);
+                m->bound[i] = true;
+                m->n_bound++;
+                sandbox__layer_note(mnt, "a small private tmpfs on %s", rw);
                 continue;
             }
-            sandbox__layer_note(mnt, "cannot limit the tmpfs %s: %s", rw[i],
-                                strerror(-rc));
-        } else if (small_tmpfs && on_tmpfs(rw[i])) {
+            sandbox__layer_note(mnt, "cannot limit the tmpfs %s: %s", rw, strerror(-rc));
+        } else if (small_tmpfs && on_tmpfs(rw)) {
             sandbox__layer_note(mnt,
                                 "%s is on tmpfs: files there are memory no limit "
                                 "counts",
-                                rw[i]);
+                                rw);
         }
-        if (mount(rw[i], rw[i], NULL, MS_BIND | MS_REC, NULL) == 0) {
-            bound[i] = true;
-            n_bound++;
+        if (mount(rw, rw, NULL, MS_BIND | MS_REC, NULL) == 0) {
+            m->bound[i] = true;
+            m->n_bound++;
         } else {
-            sandbox__layer_note(mnt, "skipped %s: %s", rw[i], strerror(errno));
+            sandbox__layer_note(mnt, "skipped %s: %s", rw, strerror(errno));
         }
     }
+}
 
-    int rc = sandbox__mount_rdonly("/", true, true);
-    bool can_setattr = rc == 0;
-    if (rc == 0) {
-        for (size_t i = 0; i < n_rw; i++)
-            if (bound[i] && (rc = sandbox__mount_rdonly(rw[i], false, true)) < 0)
-                sandbox__layer_note(mnt, "%s stays read-only: %s", rw[i], strerror(-rc));
+/* Phase 3. Read-only everywhere, then the bound read-write paths writable again. */
+static void mounts_read_only(struct sandbox_layer *mnt, struct mounts *m)
+{
+    m->ro_rc = sandbox__mount_rdonly("/", true, true);
+    m->can_setattr = m->ro_rc == 0;
+    if (!m->can_setattr)
+        return;
+    for (size_t i = 0; i < m->n_rw; i++) {
+        int rc = m->bound[i] ? sandbox__mount_rdonly(m->rw[i], false, true) : 0;
+        if (rc < 0)
+            sandbox__layer_note(mnt, "%s stays read-only: %s", m->rw[i], strerror(-rc));
     }
-    /* What of the user's setup lies in the read-write paths: home.h. */
-    char masked[SANDBOX_DETAIL_MAX] = "", locked[SANDBOX_DETAIL_MAX] = "";
-    if (can_setattr)
-        sandbox__masks_mount(p, mnt, masked, locked, sizeof masked);
-    int hide_rc = 0;
-    size_t hidden = 0;
-    char cover_buf[PATH_MAX], hidden_list[SANDBOX_DETAIL_MAX] = "";
+}
+
+/* Phase 4. What of the user's setup lies in the read-write paths, read-only
+ * (home.h); only where mounts can be made read-only at all. */
+static void mounts_mask_setup(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                              struct mounts *m)
+{
+    if (m->can_setattr)
+        sandbox__masks_mount(p, mnt, m->masked, m->locked, sizeof m->masked);
+}
+
+/* Phase 5. Each hidden path covered (a file by the cover file, a folder by an empty
+ * tmpfs), then the kernels' private folders but the worker's own (private.c). */
+static void mounts_hide(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                        struct mounts *m)
+{
+    char cover_buf[PATH_MAX];
     struct tfile_new cover_new = {.fd = -1, .dirfd = -1};
     const char *cover_with =
         p->hidden_paths && *p->hidden_paths
@@ -369,48 +387,167 @@ static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mn
         struct stat st;
         if (stat(*h, &st) < 0)
             continue; /* nothing to hide */
-        int c = cover(*h, mnt, can_setattr, cover_with);
-        if (c < 0 && hide_rc == 0)
-            hide_rc = c;
+        int c = cover(*h, mnt, m->can_setattr, cover_with);
+        if (c < 0 && m->hide_rc == 0)
+            m->hide_rc = c;
         if (c == 0) {
-            hidden++;
-            sandbox__list_path(hidden_list, sizeof hidden_list, *h, p->workspace);
+            m->hidden++;
+            sandbox__list_path(m->hidden_list, sizeof m->hidden_list, *h, p->workspace);
         }
     }
     tfile_abort(&cover_new); /* the binds keep it; the user's folder does not */
     int priv = sandbox__hide_private_root(p, mnt);
-    if (priv < 0 && hide_rc == 0)
-        hide_rc = priv;
-    if (have_cwd && chdir(cwd) < 0) /* the old cwd may lie under a new bind */
-        sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
+    if (priv < 0 && m->hide_rc == 0)
+        m->hide_rc = priv;
+}
 
+/* Phase 7. The layer's state and detail, the notes of the phases after it. */
+static void mounts_report(struct sandbox_layer *mnt, const struct mounts *m)
+{
     char notes[SANDBOX_DETAIL_MAX];
     snprintf(notes, sizeof notes, "%s", mnt->detail);
-    if (!can_setattr) {
+    if (!m->can_setattr) {
+        int rc = m->ro_rc;
         enum sandbox_state s = rc == -ENOSYS ? SANDBOX_UNAVAILABLE : SANDBOX_FAILED;
         sandbox__layer_set(mnt, s, "cannot make mounts read-only: %s%s", strerror(-rc),
                            rc == -ENOSYS ? " (mount_setattr needs Linux 5.12)" : "");
     } else {
         sandbox__layer_set(mnt, SANDBOX_ACTIVE,
-                           "read-only but for %zu read-write path%s, %zu hidden", n_bound,
-                           n_bound == 1 ? "" : "s", hidden);
-        if (hidden_list[0])
-            sandbox__layer_note(mnt, "hidden: %s", hidden_list);
-        if (locked[0])
+                           "read-only but for %zu read-write path%s, %zu hidden",
+                           m->n_bound, m->n_bound == 1 ? "" : "s", m->hidden);
+        if (m->hidden_list[0])
+            sandbox__layer_note(mnt, "hidden: %s", m->hidden_list);
+        if (m->locked[0])
             sandbox__layer_note(mnt,
                                 "home folder with its top level and dot-files "
                                 "read-only: %s",
-                                locked);
-        if (masked[0])
-            sandbox__layer_note(mnt, "read-only in the workspace (.): %s", masked);
+                                m->locked);
+        if (m->masked[0])
+            sandbox__layer_note(mnt, "read-only in the workspace (.): %s", m->masked);
     }
     if (notes[0])
         sandbox__layer_note(mnt, "%s", notes);
-    if (hide_rc < 0) {
+}
+
+/* In a fresh mount namespace: read-only everywhere but the read-write binds, and the
+ * hidden paths covered. The phases, in this order: private, binds, read-only, masks,
+ * covers, back to the working folder, the report. */
+static int setup_mounts(const struct sandbox_policy *p, struct sandbox_layer *mnt,
+                        bool small_tmpfs)
+{
+    int rc = mounts_make_private(mnt);
+    if (rc < 0)
+        return rc;
+    char cwd[PATH_MAX];
+    bool have_cwd = getcwd(cwd, sizeof cwd) != NULL;
+    struct mounts m = {0};
+    mnt->detail[0] = '\0';
+    mounts_bind_rw(p, mnt, small_tmpfs, &m);
+    mounts_read_only(mnt, &m);
+    mounts_mask_setup(p, mnt, &m);
+    mounts_hide(p, mnt, &m);
+    /* Phase 6: the old working folder may lie under a new bind. */
+    if (have_cwd && chdir(cwd) < 0)
+        sandbox__layer_note(mnt, "cannot return to %s: %s", cwd, strerror(errno));
+    mounts_report(mnt, &m);
+    if (m.hide_rc < 0) {
         mnt->state = SANDBOX_FAILED;
-        return hide_rc;
+        return m.hide_rc;
     }
-    return mnt->state == SANDBOX_FAILED ? rc : 0;
+    return mnt->state == SANDBOX_FAILED ? m.ro_rc : 0;
+}
+
+/* Why each namespace could not be entered, for the report. */
+struct why_not {
+    char user[160], net[96], mnt[96];
+};
+
+/* Which namespaces to enter: the trial's answer for all of them (started early, if
+ * it tried what this policy enters: sandbox.h), else, when a user namespace alone
+ * works, which of the others do. *want loses what does not work; the trial returned
+ * is the user namespace's. */
+static struct trial choose_namespaces(const struct sandbox_policy *p, int *want,
+                                      struct why_not *why)
+{
+    struct trial t;
+    if (p->trial && p->trial->flags == (CLONE_NEWUSER | *want)) {
+        sandbox_trial_finish(p->trial);
+        t = (struct trial){p->trial->err, p->trial->unshared};
+    } else {
+        t = try_unshare(CLONE_NEWUSER | *want);
+    }
+    if (t.err == 0)
+        return t;
+    struct trial alone = try_unshare(CLONE_NEWUSER);
+    if (alone.err != 0) {
+        userns_reason(alone, why->user, sizeof why->user);
+        return t;
+    }
+    /* A user namespace alone works: find out which of the others does not. */
+    *want = 0;
+    struct trial m = try_unshare(CLONE_NEWUSER | CLONE_NEWNS);
+    if (m.err == 0)
+        *want |= CLONE_NEWNS;
+    else
+        snprintf(why->mnt, sizeof why->mnt, "unshare(CLONE_NEWNS): %s", strerror(m.err));
+    if (!p->network) {
+        struct trial n = try_unshare(CLONE_NEWUSER | CLONE_NEWNET);
+        if (n.err == 0)
+            *want |= CLONE_NEWNET;
+        else
+            snprintf(why->net, sizeof why->net, "unshare(CLONE_NEWNET): %s",
+                     strerror(n.err));
+    }
+    return alone;
+}
+
+/* Enters a user namespace with want, its maps written. 0, or -errno with the layer
+ * FAILED: the worker must not go on. */
+static int enter_user_namespace(struct sandbox_layer *user, int want, uid_t uid,
+                                gid_t gid)
+{
+    if (unshare(CLONE_NEWUSER | want) < 0) {
+        int rc = -errno;
+        sandbox__layer_set(user, SANDBOX_FAILED, "unshare: %s (it worked in a trial)",
+                           strerror(-rc));
+        return rc;
+    }
+    int rc = write_maps(uid, gid);
+    if (rc < 0) {
+        /* Stuck in a namespace without a mapping: the worker must not go on. */
+        sandbox__layer_set(user, SANDBOX_FAILED, "cannot write the uid/gid maps: %s",
+                           strerror(-rc));
+        return rc;
+    }
+    sandbox__layer_set(user, SANDBOX_ACTIVE,
+                       "uid %u and gid %u mapped to themselves; no capability over the "
+                       "machine",
+                       (unsigned)uid, (unsigned)gid);
+    return 0;
+}
+
+/* Without a user namespace: real root does not need one for the other two; anyone
+ * else gets neither. The namespaces entered; *how says "as root" where it applies. */
+static int enter_without_user_namespace(struct sandbox_layer *user, int want, uid_t uid,
+                                        struct why_not *why, const char **how)
+{
+    int flags = 0;
+    sandbox__layer_set(user, SANDBOX_UNAVAILABLE, "%s", why->user);
+    if (uid != 0) {
+        snprintf(why->net, sizeof why->net, "needs a user namespace");
+        snprintf(why->mnt, sizeof why->mnt, "needs a user namespace");
+        return 0;
+    }
+    if (want & CLONE_NEWNET && unshare(CLONE_NEWNET) == 0)
+        flags |= CLONE_NEWNET;
+    else if (want & CLONE_NEWNET)
+        snprintf(why->net, sizeof why->net, "unshare(CLONE_NEWNET): %s", strerror(errno));
+    if (unshare(CLONE_NEWNS) == 0)
+        flags |= CLONE_NEWNS;
+    else
+        snprintf(why->mnt, sizeof why->mnt, "unshare(CLONE_NEWNS): %s", strerror(errno));
+    *how = " (as root, without a user namespace)";
+    return flags;
 }
 
 int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_layer *user,
@@ -421,80 +558,17 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
     gid_t gid = getegid();
     int want = wanted(p->network);
     int flags = 0; /* what was unshared */
-    char why_user[160] = "", why_net[96] = "", why_mnt[96] = "";
+    struct why_not why = {"", "", ""};
     const char *how = "";
 
-    /* The trial started early, if it tried what this policy enters (sandbox.h). */
-    struct trial t;
-    if (p->trial && p->trial->flags == (CLONE_NEWUSER | want)) {
-        sandbox_trial_finish(p->trial);
-        t = (struct trial){p->trial->err, p->trial->unshared};
-    } else {
-        t = try_unshare(CLONE_NEWUSER | want);
-    }
-    if (t.err != 0) {
-        struct trial alone = try_unshare(CLONE_NEWUSER);
-        if (alone.err != 0) {
-            userns_reason(alone, why_user, sizeof why_user);
-        } else {
-            /* A user namespace alone works: find out which of the others does not. */
-            want = 0;
-            struct trial m = try_unshare(CLONE_NEWUSER | CLONE_NEWNS);
-            if (m.err == 0)
-                want |= CLONE_NEWNS;
-            else
-                snprintf(why_mnt, sizeof why_mnt, "unshare(CLONE_NEWNS): %s",
-                         strerror(m.err));
-            if (!p->network) {
-                struct trial n = try_unshare(CLONE_NEWUSER | CLONE_NEWNET);
-                if (n.err == 0)
-                    want |= CLONE_NEWNET;
-                else
-                    snprintf(why_net, sizeof why_net, "unshare(CLONE_NEWNET): %s",
-                             strerror(n.err));
-            }
-            t = alone;
-        }
-    }
+    struct trial t = choose_namespaces(p, &want, &why);
     if (t.err == 0) {
-        if (unshare(CLONE_NEWUSER | want) < 0) {
-            int rc = -errno;
-            sandbox__layer_set(user, SANDBOX_FAILED, "unshare: %s (it worked in a trial)",
-                               strerror(-rc));
+        int rc = enter_user_namespace(user, want, uid, gid);
+        if (rc < 0)
             return rc;
-        }
-        int rc = write_maps(uid, gid);
-        if (rc < 0) {
-            /* Stuck in a namespace without a mapping: the worker must not go on. */
-            sandbox__layer_set(user, SANDBOX_FAILED, "cannot write the uid/gid maps: %s",
-                               strerror(-rc));
-            return rc;
-        }
         flags = CLONE_NEWUSER | want;
-        sandbox__layer_set(
-            user, SANDBOX_ACTIVE,
-            "uid %u and gid %u mapped to themselves; no capability over the "
-            "machine",
-            (unsigned)uid, (unsigned)gid);
     } else {
-        sandbox__layer_set(user, SANDBOX_UNAVAILABLE, "%s", why_user);
-        /* Real root does not need a user namespace for the other two. */
-        if (uid == 0) {
-            if (want & CLONE_NEWNET && unshare(CLONE_NEWNET) == 0)
-                flags |= CLONE_NEWNET;
-            else if (want & CLONE_NEWNET)
-                snprintf(why_net, sizeof why_net, "unshare(CLONE_NEWNET): %s",
-                         strerror(errno));
-            if (unshare(CLONE_NEWNS) == 0)
-                flags |= CLONE_NEWNS;
-            else
-                snprintf(why_mnt, sizeof why_mnt, "unshare(CLONE_NEWNS): %s",
-                         strerror(errno));
-            how = " (as root, without a user namespace)";
-        } else {
-            snprintf(why_net, sizeof why_net, "needs a user namespace");
-            snprintf(why_mnt, sizeof why_mnt, "needs a user namespace");
-        }
+        flags = enter_without_user_namespace(user, want, uid, &why, &how);
     }
 
     /* SysV shared memory, semaphores and message queues of its own: a segment made by
@@ -512,13 +586,13 @@ int sandbox__namespaces_enter(const struct sandbox_policy *p, struct sandbox_lay
     else if (flags & CLONE_NEWNET)
         check_network(net, how);
     else
-        sandbox__layer_set(net, SANDBOX_UNAVAILABLE, "%s", why_net);
+        sandbox__layer_set(net, SANDBOX_UNAVAILABLE, "%s", why.net);
 
     int rc = 0;
     if (flags & CLONE_NEWNS)
         rc = setup_mounts(p, mnt, small_tmpfs);
     else
-        sandbox__layer_set(mnt, SANDBOX_UNAVAILABLE, "%s", why_mnt);
+        sandbox__layer_set(mnt, SANDBOX_UNAVAILABLE, "%s", why.mnt);
     if (net->state == SANDBOX_FAILED && rc == 0)
         rc = -EIO;
     return rc;

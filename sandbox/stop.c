@@ -16,6 +16,8 @@
  */
 #include "sandbox/stop.h"
 
+#include "sandbox/kfile.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -72,15 +74,8 @@ int sandbox_stop_group_dir(const char *dir)
 {
     if (!dir)
         return -ENOENT;
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/cgroup.kill", dir) < (int)sizeof path) {
-        int fd = open(path, O_WRONLY | O_CLOEXEC); /* v2 only, Linux 5.14+ */
-        bool done = fd >= 0 && write(fd, "1", 1) == 1;
-        if (fd >= 0)
-            close(fd);
-        if (done)
-            return 0;
-    }
+    if (kfile_write_at(dir, "cgroup.kill", "1") == 0) /* v2 only, Linux 5.14+ */
+        return 0;
     struct signalled *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
@@ -218,4 +213,16 @@ int sandbox_stop_tree(pid_t root, const pid_t *keep, size_t nkeep)
     }
     free(s);
     return rc < 0 ? rc : total;
+}
+
+bool sandbox_stop_left_behind(const char *name)
+{
+    char *end;
+    if (strncmp(name, "sandpit-", 8) != 0)
+        return false;
+    long pid = strtol(name + 8, &end, 10);
+    if (end == name + 8 || *end != '-' || pid <= 1 || pid == (long)getpid())
+        return false;
+    /* Alive, or not ours to know (EPERM: another user's, whose pid it is now). */
+    return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }

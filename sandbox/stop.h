@@ -8,6 +8,7 @@
 #ifndef SANDPIT_SANDBOX_STOP_H
 #define SANDPIT_SANDBOX_STOP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,5 +28,11 @@ int sandbox_stop_group_dir(const char *dir);
  * processes of keep (0 entries are ignored) and their own descendants; again until a
  * reading finds none that was not already signalled. The number signalled, or -errno. */
 int sandbox_stop_tree(pid_t root, const pid_t *keep, size_t nkeep);
+
+/* True if name is one of a kernel's own ("sandpit-<pid>-...": a worker's group, a
+ * private folder) and no process has that pid: what a kernel that ended without
+ * cleaning up (killed outright) left behind, for the next kernel to remove. The
+ * supervisor's cgroups (cgroup.c) and private folders (tmpdir.c) are swept by it. */
+bool sandbox_stop_left_behind(const char *name);
 
 #endif

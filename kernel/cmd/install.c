@@ -24,7 +24,7 @@
 #include "kernel/util/fsutil.h"
 #include "kernel/cmd/launcher_spec.h"
 #include "kernel/options.h"
-#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/worker_lifecycle.h"
 #include "sandbox/tfile.h"
 
 static void usage(FILE *f)

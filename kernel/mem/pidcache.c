@@ -10,7 +10,7 @@
  * What is hard: a child of fork() must not keep its parent's number, so the
  * cache is dropped in the child (pthread_atfork); a child of vfork() shares
  * the parent's memory until it execs and must not write the cache, and does
- * not: the parent fills it before it forks (child.c asks for its own pid
+ * not: the parent fills it before it forks (worker_process.c asks for its own pid
  * first), so the child only reads. Nothing here calls clone() directly. */
 #include <pthread.h>
 #include <sys/syscall.h>

@@ -11,6 +11,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "kernel/link/worker_exit.h"
+
 void preexec_setup(pid_t parent)
 {
     sigset_t none;
@@ -21,5 +23,5 @@ void preexec_setup(pid_t parent)
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
-        _exit(127);
+        _exit(WORKER_EXIT_EXEC);
 }

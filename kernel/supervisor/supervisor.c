@@ -10,10 +10,10 @@
  *                 start_request: busy, execute_input, the request on the link
  *   limits.c      limits_start: its time limit starts to run
  *   link/         link_request_build (frames.c), then here io_to_worker and
- *                 child.c child_send: written to the link (link.c link_encode)
+ *                 worker_process.c child_send: written to the link (link.c link_encode)
  *   worker/       worker_main, pyrt_serve: the cell runs; pump.c and
  *                 uplink.c send its output and its reply up the link
- *   child.c       on_link, read_link: the worker's frames, one by one
+ *   worker_process.c on_link, read_link: the worker's frames, one by one
  *   route.c       route_frame: link_decode, link_reply_parse (frames.c);
  *                 output to iopub (outbox.c), the reply to shells_finish
  *                 (shells.c): the reply, then idle
@@ -24,7 +24,7 @@
  * and the link to the worker is written from a buffer when it is writable.
  * Signals arrive on a signalfd, so a SIGINT or SIGCHLD is one more event in
  * the loop. It waits in three places of its own, each bounded: for the worker
- * template's answer when it forks a worker, at most 1 s (template.c; it comes
+ * template's answer when it forks a worker, at most 1 s (worker_template.c; it comes
  * in a fork's time, and a slower template is taken down); for the history's
  * SQLite file while another kernel writes to it, at most 10 ms at a time while
  * the loop runs, and 1 s a statement at the start, at a restart in place and
@@ -54,7 +54,7 @@
 #include "kernel/util/log.h"
 #include "kernel/mem/prefault.h"
 #include "kernel/supervisor/channels.h"
-#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/worker_process.h"
 #include "kernel/supervisor/commport.h"
 #include "kernel/supervisor/idle.h"
 #include "kernel/supervisor/dispatch.h"
@@ -63,7 +63,7 @@
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/outbox.h"
-#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/worker_lifecycle.h"
 #include "kernel/supervisor/route.h"
 #include "kernel/supervisor/shells.h"
 #include "kernel/supervisor/tmpdir.h"
@@ -451,7 +451,7 @@ static int open_gateway(struct supervisor *s)
 
 /* Large blocks (a chart on its way, the worker's frames and the messages made
  * of them) come from the heap and go back to it when freed, so that the next
- * large output reuses their pages rather than faulting in new ones; child.c
+ * large output reuses their pages rather than faulting in new ones; worker_process.c
  * gives the heap back to the system once large frames stop coming. Fixed, the
  * thresholds are not moved by glibc: only blocks over 64 MiB are mapped apart,
  * and free() itself never trims. */

@@ -34,6 +34,7 @@
 
 #include "kernel/util/log.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/stop.h"
 #include "sandbox/tfile.h"
 
 /* Opens (making it if missing) parent/sandpit-user-<uid>, a folder of ours with
@@ -72,14 +73,8 @@ static void remove_stale(int base, const char *base_path)
     }
     struct dirent *e;
     while ((e = readdir(d))) {
-        char *end;
-        if (strncmp(e->d_name, "sandpit-", 8) != 0)
+        if (!sandbox_stop_left_behind(e->d_name))
             continue;
-        long pid = strtol(e->d_name + 8, &end, 10);
-        if (end == e->d_name + 8 || *end != '-' || pid <= 1)
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* alive, or not ours to know */
         log_info("removing %s/%s, left by a kernel that ended without cleaning up",
                  base_path, e->d_name);
         int rc = tfile_remove_tree(dirfd(d), e->d_name);

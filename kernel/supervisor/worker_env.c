@@ -1,12 +1,12 @@
 /* worker_env: the environment a worker's process gets, built by one function.
  *
- * worker_env_new builds it, once per kernel (respawn.c), in two steps: what of
+ * worker_env_new builds it, once per kernel (worker_lifecycle.c), in two steps: what of
  * the kernel's own environment a worker may see (with the sandbox on, only
  * variables known to be harmless and those the user names: a Jupyter server's
  * environment can hold tokens and credentials), then, where the worker is a
  * library, LD_PRELOAD naming it alone. Each worker exec'd from it differs only
  * by the note of its own cgroup, appended as it starts (worker_env_with_cgroup,
- * child.c). What the worker then sets for its Python itself (SANDPIT_*, TMPDIR,
+ * worker_process.c). What the worker then sets for its Python itself (SANDPIT_*, TMPDIR,
  * ...) it sets from its command line (kernel/worker/worker.c). */
 #include "kernel/supervisor/worker_env.h"
 

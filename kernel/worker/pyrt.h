@@ -1,12 +1,10 @@
-/* pyrt: CPython in the worker, behind a header that no Python object crosses:
- * the rest of the worker's C calls Python through it and does not include
- * Python.h. It is part of the worker alone (sandpit-worker.so, which Python's
- * own program runs preloaded, or under the sanitizers the program
- * sandpit-worker): the supervisor's binary, sandpit, links none of
- * kernel/worker/ and loads no CPython. It exposes the built-in module _sandpit
- * (the link, the output pump) to the Python runtime in kernel/python/sandpit/,
- * which does the per-cell work and reaches _sandpit through sandpit.link
- * alone. */
+/* pyrt: CPython's life in the worker (Python's own program with
+ * sandpit-worker.so preloaded, or sandpit-worker under the sanitizers): it is
+ * initialised with the built-in module _sandpit (pymodule.h) and the embedded
+ * runtime's importer (pyimport.h), then calls into the Python runtime in
+ * kernel/python/sandpit/, which does the per-cell work and reaches _sandpit
+ * through sandpit.link alone. Only the worker's
+ * files include Python.h; no Python object crosses this header. */
 #ifndef SANDPIT_PYRT_H
 #define SANDPIT_PYRT_H
 
@@ -20,7 +18,7 @@ int pyrt_init(char *err, size_t errlen);
 
 /* Once, in the template before it forks: its objects are left out of the
  * workers' collections (gc.freeze), so that their pages stay shared. */
-/* Around a fork of the worker template (spawner.c), with the GIL held by the
+/* Around a fork of the worker template (template_fork.c), with the GIL held by the
  * only thread: Python's own preparation, then its repair in each process
  * (locks made anew in the child, os.register_at_fork's hooks run). */
 void pyrt_template_ready(void);
@@ -38,12 +36,6 @@ void pyrt_add_path(const char *pythonpath);
  * before the system's, as a virtual environment's Python has it. A failure is
  * logged, not fatal. */
 void pyrt_add_site_dir(const char *dir);
-
-/* True when data (an embedded ".pyc" entry: the magic number of the Python that
- * compiled it, then marshalled code; see kernel/embed.py) was compiled for this
- * interpreter's version; otherwise the worker compiles the source. Call it once
- * Python is initialised (the magic number is its importer's). */
-bool pyrt_bytecode_fits(const unsigned char *data, size_t len);
 
 /* Imports each module of a comma-separated list; a failure is logged (at debug level
  * when quiet: a second call will try again), not fatal. One already imported is not

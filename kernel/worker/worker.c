@@ -5,7 +5,7 @@
  * embedded runtime, reading nothing but the interpreter's own folders (no
  * PYTHONPATH, no workspace, no user site): that much is the same for every
  * worker of a kernel, so a worker template does it once and forks each worker
- * from there (spawner.c); started alone, a worker does it itself. Then, in
+ * from there (template_fork.c); started alone, a worker does it itself. Then, in
  * the worker, with a single thread: resource limits, namespaces and Landlock;
  * then what may import the user's modules (PYTHONPATH, --venv, the preloads);
  * then no-new-privileges and the seccomp filter on every thread. Only then
@@ -15,9 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,9 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/util/fsutil.h"
 #include "kernel/link/frames.h"
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/options.h"
@@ -39,183 +37,12 @@
 #include "kernel/worker/arenas.h"
 #include "kernel/worker/pump.h"
 #include "kernel/worker/pyrt.h"
-#include "kernel/worker/spawner.h"
+#include "kernel/worker/template_fork.h"
 #include "kernel/worker/uplink.h"
+#include "kernel/worker/worker_policy.h"
 #include "sandbox/home.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/tfile.h"
-
-/* The folders the interpreter reads: its prefix and where packages live. */
-static const char *const python_ro_paths[] = {
-    "/usr", "/lib", "/lib64", "/etc/python" SANDPIT_PY_SHORT, NULL,
-};
-
-#define PTH_PATHS_MAX                                                                    \
-    64 /* folders named by a venv's .pth files that are made readable                    \
-        */
-
-static void free_paths(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
-/* The folders that the .pth files of a site-packages folder put on sys.path
- * (an editable install's source, for one): the lines that are paths, not
- * "import" lines, as site.addsitedir reads them. Added to v from v[*n] on, up
- * to v[max - 1]; false when out of memory. */
-static bool pth_paths(const char *site, char **v, size_t *n, size_t max)
-{
-    /* A venv in the workspace is the code's to write: a .pth there may be a FIFO
-     * or a link, which tfile neither opens for long nor follows. */
-    int dfd = site ? tfile_open_root(site) : -1;
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d && dfd >= 0)
-        close(dfd);
-    struct dirent *e;
-    bool ok = true;
-    while (d && ok && *n < max && (e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        char path[PATH_MAX], line[PATH_MAX], real[PATH_MAX];
-        FILE *f = NULL;
-        int fd = len > 4 && strcmp(e->d_name + len - 4, ".pth") == 0
-                     ? tfile_open(dirfd(d), e->d_name, O_RDONLY)
-                     : -1;
-        if (fd >= 0 && !(f = fdopen(fd, "r")))
-            close(fd);
-        while (f && ok && *n < max && fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\r\n")] = 0;
-            if (!line[0] || line[0] == '#' || strncmp(line, "import", 6) == 0)
-                continue;
-            if (line[0] != '/' &&
-                snprintf(path, sizeof path, "%s/%s", site, line) < (int)sizeof path)
-                snprintf(line, sizeof line, "%s", path);
-            if (realpath(line, real))
-                ok = (v[(*n)++] = strdup(real)) != NULL;
-        }
-        if (f)
-            fclose(f);
-    }
-    if (d)
-        closedir(d);
-    return ok;
-}
-
-/* Each PYTHONPATH entry (relative ones are the workspace's) by its real path, into
- * v[*n] on (up to v[max - 1]). One missing where a cell could make it is made empty
- * first (sandbox_resolve), so that the mount namespace binds it read-only before any
- * cell: else a cell could write lib/helpers.py, which the next worker's --preload
- * imports before seccomp. 0, -ENOMEM, or -ELOOP with why set. */
-static int pythonpath_paths(const char *pp, const struct sandbox_policy *p, char **v,
-                            size_t *n, size_t max, char *why, size_t len)
-{
-    for (const char *s = pp; s && *s && *n < max;) {
-        size_t k = strcspn(s, ":");
-        char entry[PATH_MAX], real[PATH_MAX];
-        bool made = false;
-        int rc = -ENOENT;
-        if (k && k < sizeof entry - strlen(p->workspace) - 1) {
-            if (s[0] == '/')
-                snprintf(entry, sizeof entry, "%.*s", (int)k, s);
-            else
-                snprintf(entry, sizeof entry, "%s/%.*s", p->workspace, (int)k, s);
-            rc = sandbox_resolve(p, NULL, entry,
-                                 p->enabled ? SANDBOX_KIND_DIR : SANDBOX_KIND_ANY, real,
-                                 sizeof real, &made);
-            if (rc < 0 && rc != -ENOENT && (rc != -ELOOP || !p->enabled))
-                rc = realpath(entry, real) ? 0 : -errno;
-        }
-        if (rc == -ELOOP) {
-            snprintf(why, len,
-                     "the PYTHONPATH entry %.200s is reached through a symbolic link in "
-                     "the workspace, which the code could point elsewhere: name the real "
-                     "folder instead",
-                     entry);
-            return rc;
-        }
-        if (made)
-            log_info("made %s (empty), so that the code cannot make it", real);
-        if (rc == 0 && !(v[(*n)++] = strdup(real)))
-            return -ENOMEM;
-        s += k + (s[k] == ':');
-    }
-    return 0;
-}
-
-/* The history's folders, appended to hidden from k: the folder of history
- * (the supervisor made it absolute, gives where the folder is now, and keeps
- * the history in memory where the folder would hold the workspace), and the
- * user's default one, which other kernels use even when this one has
- * --history off or its own (unless it holds a read-write path). The paths are
- * static: the worker confines itself once. Returns the new count. */
-static size_t hide_history(const char **hidden, size_t k, const char *history,
-                           const struct sandbox_policy *p)
-{
-    static char dir[PATH_MAX], data[PATH_MAX], dflt[PATH_MAX + 8], real[PATH_MAX];
-    const char *slash = history ? strrchr(history, '/') : NULL;
-    if (slash && slash != history && slash - history < (long)sizeof dir) {
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - history), history);
-        hidden[k++] = dir;
-    }
-    if (fsutil_jupyter_data_dir(data, sizeof data) == 0 &&
-        snprintf(dflt, sizeof dflt, "%s/sandpit", data) < (int)sizeof dflt &&
-        realpath(dflt, real) && strcmp(real, dir) != 0 &&
-        !(p->workspace && sandbox_path_beneath(p->workspace, real)) &&
-        !(p->tmpdir && sandbox_path_beneath(p->tmpdir, real)))
-        hidden[k++] = real;
-    return k;
-}
-
-/* What the code may read but not write: the interpreter's folders, the
- * virtual environment of --venv with what its .pth files name, the folders
- * of --read, and each entry of PYTHONPATH (see pythonpath_paths). A new
- * NULL-terminated array of new strings (free with free_paths), or NULL with
- * why set. */
-static char **read_only_paths(const struct options *o, const struct sandbox_policy *p,
-                              char *why, size_t len)
-{
-    const char *pp = getenv("PYTHONPATH");
-    size_t max = sizeof python_ro_paths / sizeof *python_ro_paths + 1 + PTH_PATHS_MAX +
-                 o->read_dirs.n + (pp ? strlen(pp) / 2 + 1 : 0);
-    char **v = calloc(max + 1, sizeof *v);
-    size_t n = 0;
-    bool ok = v != NULL;
-    snprintf(why, len, "out of memory building the sandbox policy");
-    for (size_t i = 0; ok && python_ro_paths[i]; i++)
-        ok = (v[n++] = strdup(python_ro_paths[i])) != NULL;
-    if (ok && o->venv) {
-        char *site = options_venv_site_packages(o);
-        ok = (v[n++] = strdup(o->venv)) != NULL &&
-             pth_paths(site, v, &n, n + PTH_PATHS_MAX);
-        free(site);
-    }
-    for (size_t i = 0; ok && i < o->read_dirs.n; i++)
-        ok = (v[n++] = strdup(o->read_dirs.v[i])) != NULL;
-    if (ok)
-        ok = pythonpath_paths(pp, p, v, &n, max, why, len) == 0;
-    if (!ok) {
-        free_paths(v);
-        return NULL;
-    }
-    return v;
-}
-
-/* The connection file (--hide) must be the one the supervisor found at its start
- * (--hide-id, its device and inode): a path names a place, and the file at a place
- * can change. Every worker pins the folders above it (masks.c), so no cell of this
- * kernel can move it; if something else did, its key may lie open where the cover
- * does not go, and the worker refuses to start. */
-static bool connection_file_in_place(const struct options *o)
-{
-    struct stat st;
-    unsigned long long dev, ino;
-    if (!o->hide || !o->hide_id || sscanf(o->hide_id, "%llu:%llu", &dev, &ino) != 2)
-        return true;
-    if (stat(o->hide, &st) < 0)
-        return errno == ENOENT; /* removed (sandpit run removes its own): no key there */
-    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
-}
 
 static void set_environment(const struct options *o)
 {
@@ -427,31 +254,30 @@ static void to_link(enum log_level level, const char *line, size_t len)
     sending = false;
 }
 
-int worker_main(int argc, char **argv)
-{
-    struct stopwatch watch = {.start = monotime_now()};
-    watch.last = watch.start;
+/* What worker_main's steps share, from its start to its first cell. */
+struct start {
     struct options o;
-    options_init(&o);
+    struct stopwatch watch;
+    bool template; /* started as the worker template */
+    int logfd;     /* the supervisor's stderr, where the log goes until cells run */
+    struct sandbox_trial trial;
+    char *pythonpath; /* PYTHONPATH, kept out of Python's start (new) */
+    char cgroup_note[SANDBOX_DETAIL_MAX]; /* what the supervisor made of the cgroup */
+};
+
+/* CPython started and the runtime imported, reading nothing the user's code can
+ * write; the namespaces are tried beside it, not after it (sandbox.h). 0, or the
+ * status to exit with. */
+static int start_python(struct start *st)
+{
     char err[512];
-    bool template = take_template_flag(&argc, argv);
-    const char *name = template ? "template" : "worker";
-    /* The log keeps the supervisor's stderr; fd 2 itself will become a pipe. */
-    int logfd = fcntl(2, F_DUPFD_CLOEXEC, 10);
-    log_init(name, LOG_WARN, logfd >= 0 ? logfd : 2);
-    if (options_parse(&o, argc, argv, err, sizeof err) || !o.workspace || !o.tmpdir) {
-        log_error("bad worker command line: %s", o.workspace ? err : "no workspace");
-        return 2;
-    }
-    log_init(name, o.log_level, logfd >= 0 ? logfd : 2);
-    /* The namespaces are tried beside CPython's start, not after it (sandbox.h). */
-    struct sandbox_trial trial = {.flags = 0, .fd = -1, .done = true};
-    if (o.sandbox)
-        sandbox_trial_start(&trial, o.network);
-    set_environment(&o);
+    const struct options *o = &st->o;
+    if (o->sandbox)
+        sandbox_trial_start(&st->trial, o->network);
+    set_environment(o);
     /* PYTHONPATH may name folders the user's code can write: Python starts
      * without it, and each worker adds it once it is confined. */
-    char *pythonpath = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
+    st->pythonpath = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
     unsetenv("PYTHONPATH");
     /* Before CPython starts: its data segment in one call (prefault.h), in
      * libpython or, where CPython is linked into it, in the program (Python's
@@ -462,160 +288,90 @@ int worker_main(int argc, char **argv)
         start_folder[0] = 0;
     if (chdir("/") != 0 || pyrt_init(err, sizeof err) != 0) {
         log_error("cannot start Python: %s", err);
-        return 4;
+        return WORKER_EXIT_PYTHON;
     }
-    stopwatch_step(&watch, "Python and the runtime");
-    /* What the supervisor made of the worker's cgroup, for the report. */
-    char cgroup_note[SANDBOX_DETAIL_MAX] = "";
-    if (template) {
-        sandbox_trial_finish(&trial); /* its answer goes to each worker forked */
-        int rc = spawner_serve(3, logfd, cgroup_note, sizeof cgroup_note);
+    stopwatch_step(&st->watch, "Python and the runtime");
+    return 0;
+}
+
+/* The template serves here until the supervisor has gone (and then exits); each
+ * worker it forks, and a worker started alone, goes on with what the supervisor
+ * made of its cgroup in st->cgroup_note. */
+static void become_worker(struct start *st)
+{
+    if (st->template) {
+        sandbox_trial_finish(&st->trial); /* its answer goes to each worker forked */
+        int rc = spawner_serve(3, st->logfd, st->cgroup_note, sizeof st->cgroup_note);
         if (rc != 1) {
             if (rc < 0)
                 log_error("the worker template stops: %s", strerror(-rc));
             fflush(NULL);
-            _exit(rc == 0 ? 0 : 1);
+            _exit(rc == 0 ? WORKER_EXIT_OK : WORKER_EXIT_FAILED);
         }
         /* From here on, a worker forked from the template. */
-        log_init("worker", o.log_level, logfd);
-        watch.start = watch.last = monotime_now();
-        watch.faults = page_faults();
-        stopwatch_step(&watch, "forked from the template");
+        log_init("worker", st->o.log_level, st->logfd);
+        st->watch.start = st->watch.last = monotime_now();
+        st->watch.faults = page_faults();
+        stopwatch_step(&st->watch, "forked from the template");
     } else {
         prctl(PR_SET_NAME, "sandpit-worker"); /* rather than "exe" */
         const char *note = getenv("SANDPIT_CGROUP");
-        snprintf(cgroup_note, sizeof cgroup_note, "%s", note ? note : "");
+        snprintf(st->cgroup_note, sizeof st->cgroup_note, "%s", note ? note : "");
     }
     unsetenv("SANDPIT_CGROUP");
-    if (pythonpath)
-        setenv("PYTHONPATH", pythonpath, 1);
-    uplink_init();
-    uplink_set_frame_limit(link_worker_frame_limit(o.max_output, options_max_images(&o)));
-    if (chdir(o.workspace) != 0) {
-        log_error("cannot enter the workspace %s: %s", o.workspace, strerror(errno));
-        return 2;
-    }
+    if (st->pythonpath)
+        setenv("PYTHONPATH", st->pythonpath, 1);
+}
 
-    struct sandbox_policy policy;
-    struct sandbox_report report;
-    int rc;
-    sandbox_policy_init(&policy);
-    policy.enabled = o.sandbox;
-    policy.network = o.network;
-    policy.workspace = o.workspace;
-    policy.tmpdir = o.tmpdir;
-    /* The user's folder of private folders, which the supervisor made the
-     * temporary folder in (tmpdir.h): hidden but for that folder. */
-    char private_root[PATH_MAX], parent[PATH_MAX], expected[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", o.tmpdir);
-    snprintf(private_root, sizeof private_root, "%s", dirname(parent));
-    snprintf(parent, sizeof parent, "%s", private_root);
-    if (sandbox_private_root(dirname(parent), expected, sizeof expected) == 0 &&
-        strcmp(expected, private_root) == 0)
-        policy.private_root = private_root;
-    char why[512];
-    char **ro_paths = read_only_paths(&o, &policy, why, sizeof why);
-    if (!ro_paths) {
-        log_error("cannot confine the worker: %s", why);
-        return 3;
-    }
-    if (o.sandbox && !connection_file_in_place(&o)) {
-        log_error("cannot confine the worker: the connection file %s is no longer the "
-                  "one the kernel started with, and its key may lie elsewhere in the "
-                  "workspace",
-                  o.hide);
-        return 3;
-    }
-    policy.ro_paths = (const char *const *)ro_paths;
-    /* The connection file holds the key: unreadable even inside the workspace; so
-     * are the user's secrets, and the user's setup is never written (home.h). */
-    extern char **environ;
-    struct sandbox_masks masks;
-    rc = sandbox_masks_build(&masks, &policy, environ, o.sandbox);
-    if (rc != 0) {
-        log_error("cannot confine the worker: %s",
-                  masks.why[0] ? masks.why : "out of memory building the sandbox policy");
-        return 3;
-    }
-    if (masks.scan_cut)
-        log_warn("the workspace has too many entries near its top: connection files of "
-                 "other kernels beyond the first 65536 are not looked for");
-    for (size_t i = 0; masks.made && masks.made[i]; i++)
-        log_info("made %s (empty), so that the code cannot make it", masks.made[i]);
-    size_t n_hidden = 0;
-    while (masks.hidden && masks.hidden[n_hidden])
-        n_hidden++;
-    const char **hidden = calloc(n_hidden + 4, sizeof *hidden);
-    if (!hidden) {
-        log_error("out of memory building the sandbox policy");
-        return 3;
-    }
-    size_t k = 0;
-    if (o.hide)
-        hidden[k++] = o.hide;
-    k = hide_history(hidden, k, o.history, &policy);
-    for (size_t i = 0; i < n_hidden; i++)
-        hidden[k++] = masks.hidden[i];
-    /* The other places a kernel of this user keeps its private folders (one
-     * started with another TMPDIR), which the supervisor makes before any
-     * worker starts, so that no cell can make one first: covered too. */
-    char other_roots[2][PATH_MAX];
-    int n_other = 0;
-    if (sandbox_private_root("/tmp", other_roots[n_other], PATH_MAX) == 0)
-        n_other++;
-    if (sandbox_private_root(getenv("XDG_RUNTIME_DIR"), other_roots[n_other], PATH_MAX) ==
-        0)
-        n_other++;
-    for (int i = 0; i < n_other; i++)
-        if (!policy.private_root || strcmp(other_roots[i], policy.private_root) != 0)
-            hidden[k++] = other_roots[i];
-    policy.hidden_paths = hidden;
-    policy.readonly_paths = (const char *const *)masks.readonly;
-    policy.home_dirs = (const char *const *)masks.homes;
-    for (size_t i = 0; masks.skipped && masks.skipped[i]; i++)
-        log_warn("%s holds the workspace: it is not masked", masks.skipped[i]);
-    policy.memory_bytes = (uint64_t)o.memory_mib << 20;
-    policy.max_file_bytes = (uint64_t)o.max_file_mib << 20;
-    policy.cpus = o.cpus;
-    policy.cgroup_note = cgroup_note;
-    policy.trial = &trial;
-    memset(&report, 0, sizeof report);
-    stopwatch_step(&watch, "options and masks");
-    rc = sandbox_enter(&policy, &report);
+/* Stage 1 of the sandbox, the user's code that may run before the filter, the
+ * output pump, stage 2 (seccomp), then the user's code that must not run before
+ * it. 0, or the status to exit with. */
+static int confine(struct start *st, const struct sandbox_policy *policy,
+                   struct sandbox_report *report)
+{
+    const struct options *o = &st->o;
+    int rc = sandbox_enter(policy, report);
     if (rc) {
         log_error("cannot confine the worker: %s", strerror(-rc));
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
-    stopwatch_step(&watch, "confined (rlimits, namespaces, Landlock)");
+    stopwatch_step(&st->watch, "confined (rlimits, namespaces, Landlock)");
 
-    bool later = import_user_code(&o, &policy, pythonpath, false);
-    if (o.preload)
-        stopwatch_step(&watch, "preloads");
-    if ((rc = pump_start(o.max_output)) != 0) {
+    bool later = import_user_code(o, policy, st->pythonpath, false);
+    if (o->preload)
+        stopwatch_step(&st->watch, "preloads");
+    if ((rc = pump_start(o->max_output)) != 0) {
         log_error("cannot capture the output: %s", strerror(-rc));
-        return 5;
+        return WORKER_EXIT_OUTPUT;
     }
     pyrt_before_lock();
-    stopwatch_step(&watch, "output pump and the user's namespace");
-    rc = sandbox_lock(&policy, &report);
+    stopwatch_step(&st->watch, "output pump and the user's namespace");
+    rc = sandbox_lock(policy, report);
     if (rc) {
         log_error("cannot lock the sandbox: %s", strerror(-rc));
-        return 3;
+        return WORKER_EXIT_SANDBOX;
     }
-    stopwatch_step(&watch, "locked (seccomp)");
+    stopwatch_step(&st->watch, "locked (seccomp)");
     if (later) {
-        import_user_code(&o, &policy, pythonpath, true);
-        stopwatch_step(&watch, "the workspace's paths and preloads, under seccomp");
+        import_user_code(o, policy, st->pythonpath, true);
+        stopwatch_step(&st->watch, "the workspace's paths and preloads, under seccomp");
     }
-    free(pythonpath);
-    enter_start_folder(o.workspace);
-    if (template) {
+    return 0;
+}
+
+/* Start-up is over: what it alone needed goes back, the report is logged, the log
+ * moves to the link, and the worker says hello and serves until the link closes.
+ * The status to exit with. */
+static int serve(struct start *st, const struct sandbox_report *report)
+{
+    enter_start_folder(st->o.workspace);
+    if (st->template) {
         pyrt_warm();
-        stopwatch_step(&watch,
+        stopwatch_step(&st->watch,
                        "warmed up (a first cell's copies of the template's pages)");
     }
-    /* Start-up is over: the arenas' pages it did not write go back (arenas.h). A
-     * worker forked from the template finds this done there. */
+    /* The arenas' pages start-up did not write go back (arenas.h). A worker forked
+     * from the template finds this done there. */
     if (arenas_populating()) {
         size_t back = arenas_settle();
         log_debug("start-up: %zu kB of Python's arenas left unwritten, given back",
@@ -623,21 +379,61 @@ int worker_main(int argc, char **argv)
     }
     log_debug("start-up: the loader's pages given back: %zu kB",
               loadpages_release() >> 10);
-    for (size_t i = 0; i < report.n; i++)
-        log_info("sandbox layer %s: %s%s%s", report.layers[i].name,
-                 sandbox_state_name(report.layers[i].state),
-                 report.layers[i].detail[0] ? ", " : "", report.layers[i].detail);
+    for (size_t i = 0; i < report->n; i++)
+        log_info("sandbox layer %s: %s%s%s", report->layers[i].name,
+                 sandbox_state_name(report->layers[i].state),
+                 report->layers[i].detail[0] ? ", " : "", report->layers[i].detail);
     /* Cells run from here on, and could write to any descriptor the worker holds:
      * the log pipe is closed, and the log goes over the link (to_link). */
     log_set_sink(to_link);
-    if (logfd >= 0)
-        close(logfd);
-    char *hello = hello_json(&report);
-    rc = pyrt_serve(hello);
+    if (st->logfd >= 0)
+        close(st->logfd);
+    char *hello = hello_json(report);
+    int rc = pyrt_serve(hello);
     free(hello);
-    free(hidden);
-    free_paths(ro_paths);
-    sandbox_masks_release(&masks);
-    options_release(&o);
+    return rc;
+}
+
+int worker_main(int argc, char **argv)
+{
+    struct start st = {.logfd = -1};
+    st.watch.start = st.watch.last = monotime_now();
+    st.trial = (struct sandbox_trial){.flags = 0, .fd = -1, .done = true};
+    options_init(&st.o);
+    char err[512];
+    st.template = take_template_flag(&argc, argv);
+    const char *name = st.template ? "template" : "worker";
+    /* The log keeps the supervisor's stderr; fd 2 itself will become a pipe. */
+    st.logfd = fcntl(2, F_DUPFD_CLOEXEC, 10);
+    log_init(name, LOG_WARN, st.logfd >= 0 ? st.logfd : 2);
+    if (options_parse(&st.o, argc, argv, err, sizeof err) || !st.o.workspace ||
+        !st.o.tmpdir) {
+        log_error("bad worker command line: %s", st.o.workspace ? err : "no workspace");
+        return WORKER_EXIT_USAGE;
+    }
+    log_init(name, st.o.log_level, st.logfd >= 0 ? st.logfd : 2);
+    int rc = start_python(&st);
+    if (rc)
+        return rc;
+    become_worker(&st);
+    uplink_init();
+    uplink_set_frame_limit(
+        link_worker_frame_limit(st.o.max_output, options_max_images(&st.o)));
+    if (chdir(st.o.workspace) != 0) {
+        log_error("cannot enter the workspace %s: %s", st.o.workspace, strerror(errno));
+        return WORKER_EXIT_USAGE;
+    }
+    struct worker_policy wp;
+    struct sandbox_report report;
+    if (worker_policy_build(&wp, &st.o, st.cgroup_note, &st.trial) < 0)
+        return WORKER_EXIT_SANDBOX;
+    memset(&report, 0, sizeof report);
+    stopwatch_step(&st.watch, "options and masks");
+    if ((rc = confine(&st, &wp.policy, &report)) != 0)
+        return rc;
+    free(st.pythonpath);
+    rc = serve(&st, &report);
+    worker_policy_release(&wp);
+    options_release(&st.o);
     return rc;
 }

@@ -639,7 +639,7 @@ print(json.dumps(held))
 
 def test_the_workers_descriptors(jupyter_dir, tmp_path):
     """The worker is started with nothing but its link
-    (kernel/supervisor/child.c: fds 0 and 1 are /dev/null, 2 the log pipe,
+    (kernel/supervisor/worker_process.c: fds 0 and 1 are /dev/null, 2 the log pipe,
     until the pump takes 1 and 2; 3 the link; the rest closed) and opens only
     what kernel/worker/worker.c and kernel/worker/pump.c say: a
     copy of the log pipe for its own log, closed before cells run (the log then

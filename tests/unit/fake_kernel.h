@@ -3,7 +3,7 @@
  * mock interpreter. The clients' sockets record every message the kernel
  * sends; the worker records every frame it is sent (after a trip through the
  * link's text) and the signals; its state is the test's to set; a restart
- * answers what ran, as respawn.c does. The loop is real, with a clock that the
+ * answers what ran, as worker_lifecycle.c does. The loop is real, with a clock that the
  * test moves by hand. One fake per test process. */
 #ifndef SANDPIT_FAKE_KERNEL_H
 #define SANDPIT_FAKE_KERNEL_H

@@ -1,9 +1,9 @@
-/* Unit tests for sandbox/cgroup.c on cgroup v2, which the build machines (v1) do not
- * have: a temporary folder laid out like a cgroup2 mount stands in for
- * /sys/fs/cgroup, and the texts of /proc/self/cgroup and /proc/self/mountinfo that
- * cgroup.c reads are given so that they point into it (sandbox__cgroup_create_in,
- * sandbox__cgroup_check_in). The code under test is the one the supervisor runs; only
- * the root of the hierarchy is chosen here.
+/* Unit tests for sandbox/cgroup.c (with cgroup_view.c and cgroup_check.c) on
+ * cgroup v2, which the build machines (v1) do not have: a temporary folder laid
+ * out like a cgroup2 mount stands in for /sys/fs/cgroup, and the texts of
+ * /proc/self/cgroup and /proc/self/mountinfo that those files read are given so that they
+ * point into it (sandbox__cgroup_create_in, sandbox__cgroup_check_in). The code under
+ * test is the one the supervisor runs; only the root of the hierarchy is chosen here.
  *
  * What a folder cannot do, the test does in the kernel's place, and says so where it
  * does: making a group's interface files when the group is made (they are made here

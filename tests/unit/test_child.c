@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "kernel/util/monotime.h"
-#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/worker_process.h"
 #include "kernel/supervisor/loop.h"
 #include "testing.h"
 

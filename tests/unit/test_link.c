@@ -14,7 +14,8 @@
 
 #include "kernel/link/frames.h"
 #include "kernel/link/link.h"
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "testing.h"
 
 static void test_framing_round_trip(void)
@@ -761,6 +762,34 @@ static void test_raw_text_that_does_not_fit_is_refused(void)
     }
 }
 
+/* The worker's exit statuses have one name each, and the supervisor's report of
+ * a worker's end says it, but only for a status that is sandpit's own. */
+static void test_worker_exit_statuses_are_named(void)
+{
+    CHECK_INT(WORKER_EXIT_USAGE, 2);
+    CHECK_INT(WORKER_EXIT_SANDBOX, 3);
+    CHECK_INT(WORKER_EXIT_PYTHON, 4);
+    CHECK_INT(WORKER_EXIT_OUTPUT, 5);
+    CHECK_STR(worker_exit_name(2), "WORKER_EXIT_USAGE");
+    CHECK_STR(worker_exit_name(3), "WORKER_EXIT_SANDBOX");
+    CHECK_STR(worker_exit_name(4), "WORKER_EXIT_PYTHON");
+    CHECK_STR(worker_exit_name(5), "WORKER_EXIT_OUTPUT");
+    CHECK_STR(worker_exit_name(127), "WORKER_EXIT_EXEC");
+    CHECK(worker_exit_name(9) == NULL);
+    CHECK(worker_exit_meaning(9) == NULL);
+    for (int status = 0; status < 256; status++)
+        CHECK((worker_exit_name(status) == NULL) ==
+              (worker_exit_meaning(status) == NULL));
+    char how[160];
+    worker_exit_describe(3, true, how, sizeof how);
+    CHECK_STR(how,
+              "exited with status 3 (WORKER_EXIT_SANDBOX: could not confine itself)");
+    worker_exit_describe(3, false, how, sizeof how);
+    CHECK_STR(how, "exited with status 3");
+    worker_exit_describe(9, true, how, sizeof how);
+    CHECK_STR(how, "exited with status 9");
+}
+
 static const struct testing_case cases[] = {
     TESTING_CASE(test_framing_round_trip),
     TESTING_CASE(test_a_frame_written_in_place_is_the_encoded_frame),
@@ -773,6 +802,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_raw_text_that_does_not_fit_is_refused),
     TESTING_CASE(test_spawn_requests_and_answers),
     TESTING_CASE(test_spawn_refuses_what_is_not_its_message),
+    TESTING_CASE(test_worker_exit_statuses_are_named),
     {0},
 };
 

@@ -152,7 +152,8 @@ static void on_writable(struct loop *l, long long id, int events, void *data)
     (void)data;
     if (events & LOOP_WRITABLE) {
         writable_calls++;
-        loop_set_events(l, id, LOOP_READABLE); /* what child.c does once drained */
+        loop_set_events(l, id,
+                        LOOP_READABLE); /* what worker_process.c does once drained */
     }
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernel/embedded.h"
+#include "kernel/worker/pyimport.h"
 #include "kernel/worker/pyrt.h"
 #include "testing.h"
 
@@ -24,15 +25,15 @@ static void test_bytecode_only_for_its_own_python(void)
     unsigned char pyc[8] = {0};
     for (int i = 0; i < 4; i++)
         pyc[i] = (unsigned char)(magic >> (8 * i));
-    CHECK(pyrt_bytecode_fits(pyc, sizeof pyc));
+    CHECK(pyimport_bytecode_fits(pyc, sizeof pyc));
     for (int i = 0; i < 4; i++) { /* another version of Python compiled it */
         unsigned char other[8];
         memcpy(other, pyc, sizeof other);
         other[i] ^= 0x01;
-        CHECK(!pyrt_bytecode_fits(other, sizeof other));
+        CHECK(!pyimport_bytecode_fits(other, sizeof other));
     }
-    CHECK(!pyrt_bytecode_fits(pyc, 3)); /* too short to say */
-    CHECK(!pyrt_bytecode_fits(pyc, 0));
+    CHECK(!pyimport_bytecode_fits(pyc, 3)); /* too short to say */
+    CHECK(!pyimport_bytecode_fits(pyc, 0));
 }
 
 static void test_the_build_compiled_every_module_for_this_python(void)
@@ -47,7 +48,7 @@ static void test_the_build_compiled_every_module_for_this_python(void)
         snprintf(pyc_path, sizeof pyc_path, "%sc", f->path);
         const struct embedded_file *pyc = embedded_runtime_find(pyc_path);
         REQUIRE(pyc != NULL);
-        CHECK(pyrt_bytecode_fits(pyc->data, pyc->len));
+        CHECK(pyimport_bytecode_fits(pyc->data, pyc->len));
         modules++;
     }
     CHECK(modules > 10);

@@ -1,6 +1,6 @@
 """sandpit: the Python side of the sandpit kernel's worker.
 
-This package is compiled into the sandpit binary (kernel/embed.py) and
+This package is compiled into the worker (kernel/embed.py) and
 imported by the worker before any cell runs: kernel/worker/pyrt.c imports
 sandpit.runtime and calls its prepare_lock() and serve(). User code may
 import it for the display helpers:

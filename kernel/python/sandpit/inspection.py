@@ -194,7 +194,7 @@ def find_file(obj):
         fname = getattr(module, "__file__", None)
         return fname if fname and os.path.isabs(fname) else None
     if fname.startswith("<sandpit>/"):
-        return fname  # the runtime, inside the binary: its source is still at hand
+        return fname  # the runtime, inside the worker: its source is still at hand
     if fname.startswith("<"):
         return None
     return os.path.abspath(fname)

@@ -22,7 +22,7 @@ history and waits for its answer, which the reader thread hands over with
 history_reply_received().
 
 This module is the only one of the runtime that imports _sandpit, the C
-module the worker's embedding gives Python (kernel/worker/pyrt.c: frames, the
+module the worker's embedding gives Python (kernel/worker/pymodule.c: frames, the
 output pump, the log, base64), or reaches it in any other way: the others use
 what this one gives, its functions and, for the two that must be the C
 functions themselves, pump_write (the streams' common case, sandpit.streams)
@@ -53,7 +53,7 @@ b2a_base64_in_c = getattr(_sandpit, "b2a_base64", None)
 
 
 def stream_setup(capture, current, fallback):
-    """Gives the worker's stream writes in C (kernel/worker/pyrt.c) what they
+    """Gives the worker's stream writes in C (kernel/worker/pymodule.c) what they
     look at: the context variables of the capture target and of the current
     request, and the write for what they leave to Python. Returns {fd: that
     write in C} for fds 1 and 2; {} outside a worker."""

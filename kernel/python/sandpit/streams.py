@@ -49,7 +49,7 @@ def _write(fd, data):
     return link.write(fd, data, request.current_tag())
 
 
-# In the worker, what OutStream.write does, in C (kernel/worker/pyrt.c): each
+# In the worker, what OutStream.write does, in C (kernel/worker/pymodule.c): each
 # stream's instance holds it as its write, which print() finds before the
 # method, and which hands a captured write to _write as the method does.
 _writes_in_c = link.stream_setup(_capture, _current, _write)

@@ -1,4 +1,4 @@
-/* spawner: the worker template forks workers.
+/* template_fork: the worker template forks workers.
  *
  * What is hard here:
  * - The parent. A worker must be the supervisor's child, so that the
@@ -18,7 +18,7 @@
  * - Descriptors. The worker keeps exactly those of an exec'd worker: /dev/null,
  *   the log on 2 (and on the log's own descriptor), the link on 3; the
  *   template's control socket and everything else is closed. */
-#include "kernel/worker/spawner.h"
+#include "kernel/worker/template_fork.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
 #include "kernel/util/log.h"
 #include "kernel/worker/pyrt.h"
 

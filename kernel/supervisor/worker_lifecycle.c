@@ -1,4 +1,4 @@
-/* respawn: keep a worker running.
+/* worker_lifecycle: keep a worker running.
  *
  * What runs as the worker: Python's own program (SANDPIT_WORKER_PYTHON, the
  * python3 that sandpit was built with) with the worker's library,
@@ -7,7 +7,7 @@
  * installed beside sandpit. Its command line is the kernel's options
  * (worker_argv) and its environment worker_env_new's, built once. The first
  * worker is exec'd; when one is first replaced, the template starts beside its
- * successor, and later workers are forked from it (template.c), the next one
+ * successor, and later workers are forked from it (worker_template.c), the next one
  * beforehand once the kernel is idle (start_spare; not with --preload).
  *
  * A worker that dies while starting is most likely to die again (a broken
@@ -15,7 +15,7 @@
  * waits 1, 2, 4 ... up to 30 s, and meanwhile requests are answered at once
  * with an error that points to the log, rather than left waiting. One that
  * says hello resets the count. */
-#include "kernel/supervisor/respawn.h"
+#include "kernel/supervisor/worker_lifecycle.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "kernel/util/log.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/supervisor/limits.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/shells.h"
@@ -288,12 +289,14 @@ static void describe_exit(const struct child *c, int status, char *buf, size_t l
         snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
     else
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+        /* Its own statuses until it says hello; then a cell's (os._exit). */
+        worker_exit_describe(WEXITSTATUS(status), child_state(c) == CHILD_STARTING, buf,
+                             len);
 }
 
 void respawn_reaped(struct respawn *w, int status)
 {
-    char how[128], why[512];
+    char how[160], why[512];
     describe_exit(w->child, status, how, sizeof how);
     bool was_starting = child_state(w->child) == CHILD_STARTING;
     log_warn("the worker %s", how);
@@ -347,7 +350,8 @@ void respawn_stopped(struct respawn *w, int sig)
 
 bool respawn_reaped_other(struct respawn *w, pid_t pid, int status)
 {
-    return child_spare_reaped(w->child, pid) || template_reaped(w->tpl, pid, status);
+    return child_spare_reaped(w->child, pid, status) ||
+           template_reaped(w->tpl, pid, status);
 }
 
 /* Once a worker is ready (and the kernel idle), the next one starts from the

@@ -1,4 +1,4 @@
-/* template: start the worker template, ask it for workers, notice its end.
+/* worker_template: start the worker template, ask it for workers, notice its end.
  *
  * The template is ours, not the user's: no cell runs in it and no worker can
  * reach it (a worker closes the control socket, and the sandbox keeps it from
@@ -7,7 +7,7 @@
  * time of a fork, and the loop waits with it at most SPAWN_WAIT_MS (1 s). A
  * template that is slower, gone or answers nonsense is taken down, and
  * workers are exec'd as if there had never been one. */
-#include "kernel/supervisor/template.h"
+#include "kernel/supervisor/worker_template.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
 #include "kernel/supervisor/loop.h"
@@ -128,13 +129,14 @@ struct template *template_start(struct loop *loop, char *const argv[], char *con
         goto fail;
     }
     if (pid == 0) {
-        /* As child.c's worker: only async-signal-safe calls until exec (preexec.h). */
+        /* As worker_process.c's worker: only async-signal-safe calls until exec
+         * (preexec.h). */
         preexec_setup(parent);
         if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
-            _exit(127);
+            _exit(WORKER_EXIT_EXEC);
         syscall(SYS_close_range, 4U, ~0U, 0U);
         execve(targv[0], targv, envp);
-        _exit(127);
+        _exit(WORKER_EXIT_EXEC);
     }
     close(sv[1]);
     close(devnull);
@@ -225,11 +227,11 @@ bool template_reaped(struct template *t, pid_t pid, int status)
 {
     if (!t || pid != t->pid)
         return false;
-    char how[96];
+    char how[160];
     if (WIFSIGNALED(status))
         snprintf(how, sizeof how, "was killed by signal %d", WTERMSIG(status));
     else
-        snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
+        worker_exit_describe(WEXITSTATUS(status), true, how, sizeof how);
     if (t->state != TEMPLATE_DOWN)
         take_down(t, how);
     t->pid = 0;

@@ -1,14 +1,14 @@
-/* spawn: what the supervisor and the worker template say to each other.
+/* template_msg: what the supervisor and the worker template say to each other.
  * The template is a worker that has started Python and imported the runtime,
  * but is not confined and never runs a cell: it forks each new worker, which
  * then confines itself. Over a SOCK_SEQPACKET socketpair the supervisor sends a
  * request (the new worker's descriptors, passed with SCM_RIGHTS, and what the
  * supervisor made of its cgroup) and the template answers with the new
  * worker's pid; the template's first message says that it is ready. Messages
- * are fixed-size structs: both ends are the same binary. Descriptors received
- * are new (the receiver closes them). */
-#ifndef SANDPIT_SPAWN_H
-#define SANDPIT_SPAWN_H
+ * are fixed-size structs: both ends (sandpit and the worker) are built together.
+ * Descriptors received are new (the receiver closes them). */
+#ifndef SANDPIT_TEMPLATE_MSG_H
+#define SANDPIT_TEMPLATE_MSG_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -1,17 +1,17 @@
-/* respawn: the worker's life as the supervisor manages it: start it with its
+/* worker_lifecycle: the worker's life as the supervisor manages it: start it with its
  * command line and environment, give it a deadline to say hello, start
  * another when it dies or must be replaced (answering what it was running),
  * and back off when workers keep dying before they are ready. The struct
  * borrows the kernel, the child and the loop, and owns the environment. */
-#ifndef SANDPIT_RESPAWN_H
-#define SANDPIT_RESPAWN_H
+#ifndef SANDPIT_WORKER_LIFECYCLE_H
+#define SANDPIT_WORKER_LIFECYCLE_H
 
 #include <stdbool.h>
 
 #include "kernel/options.h"
-#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/worker_process.h"
 #include "kernel/supervisor/kernel.h"
-#include "kernel/supervisor/template.h"
+#include "kernel/supervisor/worker_template.h"
 
 #define RESPAWN_HELLO_TIMEOUT_S 60.0 /* a worker that has not said hello is stuck */
 #define RESPAWN_MAX_STOPS       3    /* a worker stopped more often is restarted */

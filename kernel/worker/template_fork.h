@@ -1,12 +1,12 @@
-/* spawner: the worker template's loop. `sandpit-worker --as-template` starts
+/* template_fork: the worker template's loop. `sandpit-worker --as-template` starts
  * Python and imports the runtime, then waits here for the supervisor's
- * requests (kernel/link/spawn.h) and forks a worker for each: a new worker
+ * requests (kernel/link/template_msg.h) and forks a worker for each: a new worker
  * costs a fork and its confinement rather than an exec and Python's start.
  * The template is never confined and never runs a cell or imports from a
  * folder the user's code can write; each worker confines itself after the
  * fork, as an exec'd worker does. */
-#ifndef SANDPIT_SPAWNER_H
-#define SANDPIT_SPAWNER_H
+#ifndef SANDPIT_TEMPLATE_FORK_H
+#define SANDPIT_TEMPLATE_FORK_H
 
 #include <stddef.h>
 

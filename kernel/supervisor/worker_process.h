@@ -1,12 +1,14 @@
-/* child: the worker's process and its link, as the supervisor sees them.
- * Starts the worker (fork, then exec of this same binary, so that nothing of
- * the supervisor's memory, above all the HMAC key, reaches it), carries frames
+/* worker_process: the worker's process and its link, as the supervisor sees them.
+ * Starts the worker (vfork, then exec of the worker's program: Python's own
+ * with sandpit-worker.so preloaded, so that nothing of the supervisor's memory,
+ * above all the HMAC key, reaches it; or a fork of the worker template, which
+ * was exec'd so too), keeps a spare started beforehand, carries frames
  * to it without ever blocking, hands each frame it sends to a callback, relays
  * its log, and ends it. The link's and the log's descriptors are file events
  * of the loop while the worker lives. The struct is opaque: it owns the pid,
  * both descriptors and both buffers. */
-#ifndef SANDPIT_CHILD_H
-#define SANDPIT_CHILD_H
+#ifndef SANDPIT_WORKER_PROCESS_H
+#define SANDPIT_WORKER_PROCESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -77,8 +79,9 @@ void child_stop_spare(struct child *c);
  * group, where nothing kept it in, came back to the supervisor as an orphan). */
 void child_end_all(struct child *c);
 
-/* A child process was reaped: true if it was the spare (now gone). */
-bool child_spare_reaped(struct child *c, pid_t pid);
+/* A child process was reaped, with status (waitpid's): true if it was the
+ * spare (now gone, its end logged). */
+bool child_spare_reaped(struct child *c, pid_t pid, int status);
 
 /* A child process was reaped: removes the cgroups of workers that have ended. */
 void child_reaped(struct child *c);

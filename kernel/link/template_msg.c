@@ -1,9 +1,9 @@
-/* spawn: the messages between the supervisor and the worker template, each
+/* template_msg: the messages between the supervisor and the worker template, each
  * one datagram of a SOCK_SEQPACKET socketpair (so a message is whole or
  * absent), descriptors as SCM_RIGHTS. A message of any other size or magic is
  * refused, and whatever descriptors came with it are closed, so that nothing
  * is leaked into the process that receives it. */
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
 
 #include <errno.h>
 #include <stdint.h>

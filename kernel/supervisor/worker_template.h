@@ -1,14 +1,14 @@
-/* template: the worker template, as the supervisor sees it. A process of
+/* worker_template: the worker template, as the supervisor sees it. A process of
  * the worker's program (`sandpit-worker --as-template`), exec'd like a worker so that it
  * holds nothing of the supervisor's memory, that starts Python and imports
  * the runtime once and then forks each new worker on request
- * (kernel/link/spawn.h, kernel/worker/spawner.c): a restart or a crash costs
+ * (kernel/link/template_msg.h, kernel/worker/template_fork.c): a restart or a crash costs
  * a fork and a confinement rather than an exec and Python's start. It runs no
  * user code and is not confined; the workers it forks confine themselves.
  * Its control socket is a file event of the loop while it starts; the struct
  * owns the socket and the process. */
-#ifndef SANDPIT_TEMPLATE_H
-#define SANDPIT_TEMPLATE_H
+#ifndef SANDPIT_WORKER_TEMPLATE_H
+#define SANDPIT_WORKER_TEMPLATE_H
 
 #include <stdbool.h>
 #include <stddef.h>

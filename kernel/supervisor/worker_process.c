@@ -1,4 +1,4 @@
-/* child: start, feed and end the worker process.
+/* worker_process: start, feed and end the worker process.
  *
  * The hard part is what happens between fork and exec. The supervisor has
  * ZeroMQ's threads running, so the child may only make async-signal-safe calls
@@ -12,7 +12,7 @@
  * it: past OUT_HIGH bytes waiting, the link is not read, so a worker whose code
  * asks (a history query) without reading stops being heard; the frames it sent
  * meanwhile wait in the reader, and are routed once it has read. */
-#include "kernel/supervisor/child.h"
+#include "kernel/supervisor/worker_process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,14 +24,16 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
-#include "kernel/link/spawn.h"
+#include "kernel/link/template_msg.h"
+#include "kernel/link/worker_exit.h"
 #include "kernel/supervisor/loop.h"
 #include "kernel/supervisor/preexec.h"
-#include "kernel/supervisor/template.h"
+#include "kernel/supervisor/worker_template.h"
 #include "kernel/supervisor/worker_env.h"
 #include "kernel/supervisor/worker_logpipe.h"
 #include "kernel/supervisor/proc_stat.h"
@@ -308,8 +310,8 @@ static void on_link(struct loop *l, long long id, int events, void *data)
 /* Asks the template for the worker: the child's end of the link, of its log
  * and its group's cgroup.procs files (all borrowed). The pid, or 0 when the
  * template could not (the worker is then exec'd). */
-static pid_t spawn_from(struct template *tpl, int link_fd, int log_fd,
-                        const struct sandbox_cgroup *cg)
+static pid_t fork_from_template(struct template *tpl, int link_fd, int log_fd,
+                                const struct sandbox_cgroup *cg)
 {
     int fds[SPAWN_MAX_FDS] = {link_fd, log_fd};
     size_t n = 2;
@@ -326,38 +328,18 @@ static pid_t spawn_from(struct template *tpl, int link_fd, int log_fd,
     return pid;
 }
 
-/* Starts a worker's process: forked from the template when it is ready, else
- * (unless template_only) exec'd. 0 with *p filled, or -errno. */
-static int spawn(struct child *c, char *const argv[], char *const envp[],
-                 const struct sandbox_cgroup_limits *limits, struct template *tpl,
-                 bool template_only, struct proc *p)
+/* The descriptors a new worker is given: its end of the link (sv[1]; sv[0] the
+ * supervisor's), its log pipe (logp) and /dev/null. The descriptor of /dev/null with
+ * all made, or -errno with none left open. Not inlined: its locals would become the
+ * caller's, live across vfork, which the compiler rightly refuses (-Wclobbered). */
+__attribute__((noinline)) static int open_worker_fds(int sv[2], int logp[2])
 {
-    int sv[2], logp[2];
-    struct sandbox_cgroup *cg = &p->cgroup;
-    sandbox_cgroup_init(cg);
-    if (template_only && template_state(tpl) != TEMPLATE_READY)
-        return -EAGAIN;
-    if (limits) {
-        if (sandbox_cgroup_create(cg, ++c->started, limits) == 0)
-            log_info("cgroup: %s", cg->detail);
-        else
-            log_warn("no cgroup for the worker: %s", cg->detail);
-    }
-    char **env = worker_env_with_cgroup(envp, cg->detail[0] ? cg->detail : "none");
-    if (!env || pipe2(logp, O_CLOEXEC) < 0) {
-        int e = env ? errno : ENOMEM;
-        worker_env_free_with(env);
-        sandbox_cgroup_remove(cg);
-        sandbox_cgroup_release(cg);
-        return -e;
-    }
+    if (pipe2(logp, O_CLOEXEC) < 0)
+        return -errno;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         int e = errno;
         close(logp[0]);
         close(logp[1]);
-        worker_env_free_with(env);
-        sandbox_cgroup_remove(cg);
-        sandbox_cgroup_release(cg);
         return -e;
     }
     /* Big socket buffers: a chart of a few hundred kilobytes then passes in one
@@ -372,14 +354,66 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         close(sv[1]);
         close(logp[0]);
         close(logp[1]);
+        return -e;
+    }
+    return devnull;
+}
+
+/* In the vforked child: joins the group, puts the descriptors in place and execs
+ * the worker. Never returns; only system calls on what was made before the fork. */
+__attribute__((noreturn)) static void exec_worker(pid_t parent,
+                                                  const struct sandbox_cgroup *cg,
+                                                  int link_fd, int devnull, int log_fd,
+                                                  char *const argv[], char **env)
+{
+    preexec_setup(parent);
+    /* Before exec: nothing the worker runs is outside its group. If this fails,
+     * the worker finds itself outside and says so in its report. */
+    sandbox_cgroup_join(cg);
+    if (dup2(link_fd, 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+        dup2(log_fd, 2) < 0)
+        _exit(WORKER_EXIT_EXEC);
+    syscall(SYS_close_range, 4U, ~0U, 0U);
+    execve(argv[0], argv, env);
+    _exit(WORKER_EXIT_EXEC);
+}
+
+/* The worker's group, made with limits (NULL: none), its outcome logged. */
+static void make_worker_group(struct child *c, const struct sandbox_cgroup_limits *limits,
+                              struct sandbox_cgroup *cg)
+{
+    if (!limits)
+        return;
+    if (sandbox_cgroup_create(cg, ++c->started, limits) == 0)
+        log_info("cgroup: %s", cg->detail);
+    else
+        log_warn("no cgroup for the worker: %s", cg->detail);
+}
+
+/* Starts a worker's process: forked from the template when it is ready, else
+ * (unless template_only) exec'd. 0 with *p filled, or -errno. */
+static int start_worker_process(struct child *c, char *const argv[], char *const envp[],
+                                const struct sandbox_cgroup_limits *limits,
+                                struct template *tpl, bool template_only, struct proc *p)
+{
+    int sv[2], logp[2];
+    struct sandbox_cgroup *cg = &p->cgroup;
+    sandbox_cgroup_init(cg);
+    if (template_only && template_state(tpl) != TEMPLATE_READY)
+        return -EAGAIN;
+    make_worker_group(c, limits, cg);
+    char **env = worker_env_with_cgroup(envp, cg->detail[0] ? cg->detail : "none");
+    const int devnull = env ? open_worker_fds(sv, logp) : -ENOMEM;
+    if (devnull < 0) {
         worker_env_free_with(env);
         sandbox_cgroup_remove(cg);
         sandbox_cgroup_release(cg);
-        return -e;
+        return devnull;
     }
     pid_t parent = getpid();
-    pid_t pid =
-        template_state(tpl) == TEMPLATE_READY ? spawn_from(tpl, sv[1], logp[1], cg) : 0;
+    pid_t pid = template_state(tpl) == TEMPLATE_READY
+                    ? fork_from_template(tpl, sv[1], logp[1], cg)
+                    : 0;
     if (!pid && template_only) {
         pid = -1;
         errno = EAGAIN;
@@ -404,18 +438,8 @@ static int spawn(struct child *c, char *const argv[], char *const envp[],
         sandbox_cgroup_release(cg);
         return -e;
     }
-    if (pid == 0) {
-        preexec_setup(parent);
-        /* Before exec: nothing the worker runs is outside its group. If this fails,
-         * the worker finds itself outside and says so in its report. */
-        sandbox_cgroup_join(cg);
-        if (dup2(sv[1], 3) < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
-            dup2(logp[1], 2) < 0)
-            _exit(127);
-        syscall(SYS_close_range, 4U, ~0U, 0U);
-        execve(argv[0], argv, env);
-        _exit(127);
-    }
+    if (pid == 0)
+        exec_worker(parent, cg, sv[1], devnull, logp[1], argv, env);
     worker_env_free_with(env);
     sandbox_cgroup_started(cg, pid);
     close(sv[1]);
@@ -497,7 +521,7 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
         return 0;
     }
     struct proc p = {.fd = -1, .log.fd = -1};
-    int rc = spawn(c, argv, envp, limits, tpl, false, &p);
+    int rc = start_worker_process(c, argv, envp, limits, tpl, false, &p);
     if (rc)
         return rc;
     log_info("started worker %d", (int)p.pid);
@@ -512,7 +536,7 @@ int child_start_spare(struct child *c, char *const argv[], char *const envp[],
         c->template_pid = template_pid(tpl);
     if (c->spare.pid)
         return 0;
-    int rc = spawn(c, argv, envp, limits, tpl, true, &c->spare);
+    int rc = start_worker_process(c, argv, envp, limits, tpl, true, &c->spare);
     if (rc) {
         c->spare.pid = 0;
         return rc;
@@ -534,11 +558,17 @@ void child_end_all(struct child *c)
         log_info("ended %d processes left below the kernel", rc);
 }
 
-bool child_spare_reaped(struct child *c, pid_t pid)
+bool child_spare_reaped(struct child *c, pid_t pid, int status)
 {
     if (!c->spare.pid || c->spare.pid != pid)
         return false;
     log_warn("worker %d, started beforehand, ended before it was needed", (int)pid);
+    /* No cell has run in it: a status it exited with is one of sandpit's. */
+    if (WIFEXITED(status)) {
+        char how[160];
+        worker_exit_describe(WEXITSTATUS(status), true, how, sizeof how);
+        log_warn("worker %d %s", (int)pid, how);
+    }
     drop_spare(c, true);
     return true;
 }
