@@ -104,7 +104,7 @@ BENCH_LIBS := $(shell pkg-config --libs libzmq jansson libcrypto 2>/dev/null)
 PROTOCOL_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC))
 CLIENT_OBJ := $(patsubst %,$(BUILD)/kernel/client/%.o,client launch connfile) \
               $(BUILD)/kernel/util/monotime.o $(BUILD)/kernel/util/zrecv.o \
-              $(BUILD)/sandbox/tfile.o
+              $(BUILD)/kernel/util/fsutil.o $(BUILD)/sandbox/tfile.o
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
