@@ -1,0 +1,560 @@
+/* registry: the server's kernels (registry.h).
+ *
+ * The hard parts. Admission: the kernel limit is checked and the kernel
+ * counted before anything else happens, in the one thread the server has,
+ * so that no two requests can both take the last place. The environment: a
+ * request names the variables its kernel gets, and only KERNEL_* ones of
+ * sane names and sizes pass; KERNEL_USERNAME with --workspaces chooses the
+ * user's own folder, made 0700 by userdir (names checked there). Death: a
+ * kernel's pidfd is watched in the loop; a kernel that exits is marked dead
+ * at once, its clients told, and it is removed a little later, so that a
+ * client that asks meanwhile sees "dead" rather than "not found". */
+#include "kernel/serve/registry.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "kernel/client/connfile.h"
+#include "kernel/client/lifecycle.h"
+#include "kernel/serve/loop.h"
+#include "kernel/serve/zwire.h"
+#include "kernel/util/log.h"
+#include "kernel/util/monotime.h"
+#include "kernel/util/userdir.h"
+#include "protocol/errbuf.h"
+
+#define START_TIMEOUT_S   60.0
+#define STOP_GRACE_S      5.0
+#define RESTART_TIMEOUT_S 60.0
+#define ENV_NAME_MAX      128
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void registry_init(struct registry *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+static void ring_clear(struct serve_kernel *k)
+{
+    for (size_t i = 0; i < k->ring_len; i++)
+        msg_free(k->ring[(k->ring_start + i) % REGISTRY_REPLAY_MAX].m);
+    k->ring_start = k->ring_len = k->ring_bytes = 0;
+}
+
+static void kernel_free(struct serve_kernel *k)
+{
+    loop_unwatch(&k->iopub_watch);
+    loop_unwatch(&k->exit_watch);
+    if (k->client.zctx)
+        client_close(&k->client);
+    launch_release(&k->proc);
+    if (k->connfile) {
+        connfile_remove(k->connfile);
+        free(k->connfile);
+    }
+    ring_clear(k);
+    free(k->ring);
+    free(k);
+}
+
+static bool env_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n <= 7 || n > ENV_NAME_MAX || strncmp(name, "KERNEL_", 7) != 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+              name[i] == '_'))
+            return false;
+    return true;
+}
+
+static void free_env(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* The KERNEL_* entries of a request's env, a new NULL-terminated array (other
+ * names, and values that are not strings, are left out, as Kernel Gateway
+ * leaves them). 0, or an HTTP status with a sentence in err. */
+static int take_env(const json_t *env, char ***out, char *user, size_t ulen, char *err,
+                    size_t errlen)
+{
+    *out = NULL;
+    user[0] = 0;
+    if (env && !json_is_object(env))
+        return errbuf_set(400, err, errlen, "env must be an object"), 400;
+    char **v = calloc(REGISTRY_ENV_MAX + 1, sizeof *v);
+    size_t n = 0;
+    const char *key;
+    json_t *val;
+    if (!v)
+        return errbuf_set(500, err, errlen, "out of memory"), 500;
+    json_object_foreach((json_t *)env, key, val)
+    {
+        const char *s = json_string_value(val);
+        if (!s || !env_name_ok(key))
+            continue;
+        size_t slen = json_string_length(val);
+        if (n == REGISTRY_ENV_MAX || slen != strlen(s) || slen > REGISTRY_ENV_VALUE_MAX) {
+            free_env(v);
+            errbuf_set(400, err, errlen,
+                       "env: at most %d KERNEL_* variables of at most %d bytes, without "
+                       "NUL",
+                       REGISTRY_ENV_MAX, REGISTRY_ENV_VALUE_MAX);
+            return 400;
+        }
+        if (strcmp(key, "KERNEL_USERNAME") == 0)
+            snprintf(user, ulen, "%s", s);
+        if (asprintf(&v[n], "%s=%s", key, s) < 0) {
+            v[n] = NULL;
+            free_env(v);
+            return errbuf_set(500, err, errlen, "out of memory"), 500;
+        }
+        n++;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The workspace of a kernel for user: the server's, or with --workspaces
+ * the user's own folder there. *out new. 0 or an HTTP status. */
+static int choose_workspace(const struct registry *r, const char *user, char **out,
+                            char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!r->workspaces) {
+        *out = strdup(r->workspace);
+        return *out ? 0 : 500;
+    }
+    if (!*user || !userdir_valid(user)) {
+        errbuf_set(400, err, errlen,
+                   "this server gives each user a workspace of their own: env needs "
+                   "KERNEL_USERNAME, a name of letters, digits, '.', '_' and '-'");
+        return 400;
+    }
+    char tmpl[PATH_MAX];
+    if (snprintf(tmpl, sizeof tmpl, "%s/" USERDIR_PLACEHOLDER, r->workspaces) >=
+        (int)sizeof tmpl)
+        return errbuf_set(500, err, errlen, "the workspaces' path is too long"), 500;
+    char why[512];
+    if (userdir_workspace(tmpl, user, out, why, sizeof why)) {
+        log_error("cannot make the workspace of %s: %s", user, why);
+        errbuf_set(500, err, errlen, "cannot make the user's workspace");
+        return 500;
+    }
+    return 0;
+}
+
+static void on_iopub(void *arg);
+static void on_exit_fd(void *arg);
+
+/* Starts the process and waits until it answers. 0 or -errno with err. */
+static int spawn(struct registry *r, struct serve_kernel *k, char **env, const char *ws,
+                 char *err, size_t errlen)
+{
+    /* A short name: the ipc sockets' paths must fit a socket's address. */
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/k%lu.json", r->private_dir, r->started + 1) >=
+            (int)sizeof path ||
+        !(k->connfile = strdup(path)))
+        return errbuf_set(-ENAMETOOLONG, err, errlen,
+                          "the private folder's path is long");
+    int rc = connfile_write_ipc(k->connfile, err, errlen);
+    if (rc < 0)
+        return rc;
+    char **argv = lifecycle_kernel_argv(r->kopts, k->connfile, ws);
+    if (!argv)
+        return errbuf_set(-ENOMEM, err, errlen, "out of memory");
+    if ((rc = launch_start_env(&k->proc, &argv, true, NULL, env, err, errlen)))
+        return rc;
+    struct client_options co = {.reconnect_ms = 10};
+    if ((rc = client_open_with(&k->client, k->connfile, &co, err, errlen)))
+        return rc;
+    if ((rc =
+             launch_wait_ready(&k->proc, &k->client, START_TIMEOUT_S, NULL, err, errlen)))
+        return rc;
+    k->iopub_watch =
+        loop_watch(r->vh, zwire_fd(k->client.sockets[CONNECTION_IOPUB]), on_iopub, k);
+    if (k->proc.pidfd >= 0)
+        k->exit_watch = loop_watch(r->vh, k->proc.pidfd, on_exit_fd, k);
+    if (!k->iopub_watch || (k->proc.pidfd >= 0 && !k->exit_watch))
+        return errbuf_set(-ENOMEM, err, errlen, "cannot watch the kernel");
+    registry_drain_iopub(k);
+    return 0;
+}
+
+static bool name_ok(const char *name)
+{
+    return !name || !*name || strcmp(name, REGISTRY_KERNEL_NAME) == 0 ||
+           strcmp(name, "python3") == 0;
+}
+
+int registry_start(struct registry *r, const char *name, const json_t *env,
+                   struct serve_kernel **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!name_ok(name))
+        return errbuf_set(404, err, errlen, "no such kernel: %s", name), 404;
+    if (r->max_kernels > 0 && r->count >= r->max_kernels) {
+        errbuf_set(403, err, errlen, "the server runs its limit of %d kernels",
+                   r->max_kernels);
+        return 403;
+    }
+    struct serve_kernel *k = calloc(1, sizeof *k);
+    char **kenv = NULL, *ws = NULL;
+    int status = 500;
+    if (!k)
+        return errbuf_set(500, err, errlen, "out of memory"), 500;
+    r->count++; /* the place is taken from here on */
+    k->reg = r;
+    launch_init(&k->proc);
+    snprintf(k->name, sizeof k->name, "%s", name && *name ? name : REGISTRY_KERNEL_NAME);
+    snprintf(k->state, sizeof k->state, "starting");
+    if ((status = take_env(env, &kenv, k->user, sizeof k->user, err, errlen)) ||
+        (status = choose_workspace(r, k->user, &ws, err, errlen)))
+        goto fail;
+    status = 500;
+    char why[1024];
+    if (model_id_new(k->id) || spawn(r, k, kenv, ws, why, sizeof why)) {
+        log_error("kernel %s did not start: %s", k->id, why);
+        errbuf_set(500, err, errlen, "the kernel did not start: %s", why);
+        goto fail;
+    }
+    snprintf(k->state, sizeof k->state, "idle");
+    registry_touch(k);
+    k->next = r->head;
+    r->head = k;
+    r->started++;
+    log_info("kernel %s started (pid %d%s%s)", k->id, (int)k->proc.pid,
+             k->user[0] ? ", user " : "", k->user);
+    *out = k;
+    status = 0;
+    goto out;
+fail:
+    r->count--;
+    if (k->proc.pid > 0)
+        launch_stop(&k->proc, k->client.zctx ? &k->client : NULL, 1);
+    kernel_free(k);
+out:
+    free_env(kenv);
+    free(ws);
+    return status;
+}
+
+struct serve_kernel *registry_find(struct registry *r, const char *id)
+{
+    for (struct serve_kernel *k = r->head; k && id; k = k->next)
+        if (strcmp(k->id, id) == 0)
+            return k;
+    return NULL;
+}
+
+void registry_remove(struct registry *r, struct serve_kernel *k)
+{
+    for (struct serve_kernel **p = &r->head; *p; p = &(*p)->next)
+        if (*p == k) {
+            *p = k->next;
+            break;
+        }
+    r->count--;
+    loop_unwatch(&k->iopub_watch);
+    loop_unwatch(&k->exit_watch);
+    if (!k->dead_at && k->proc.pid > 0)
+        launch_stop(&k->proc, &k->client, STOP_GRACE_S);
+    else if (k->proc.pid > 0)
+        launch_exited(&k->proc); /* reaps it */
+    log_info("kernel %s removed", k->id);
+    if (r->on_gone)
+        r->on_gone(r->hook_arg, k);
+    kernel_free(k);
+}
+
+void registry_release(struct registry *r)
+{
+    lws_sul_cancel(&r->cull_timer);
+    /* Ask every kernel first, then wait for each: they shut down together. */
+    for (struct serve_kernel *k = r->head; k; k = k->next)
+        if (!k->dead_at && k->client.zctx)
+            client_send(&k->client, CONNECTION_CONTROL, "shutdown_request", NULL, NULL,
+                        NULL);
+    while (r->head)
+        registry_remove(r, r->head);
+}
+
+static void drain_socket(void *sock, struct sign *s)
+{
+    struct msg *m;
+    int rc;
+    while ((rc = zwire_recv(sock, s, &m, NULL)) != -EAGAIN && rc != -ETERM) {
+        msg_free(m);
+        if (rc && rc != -EBADMSG)
+            break;
+    }
+}
+
+int registry_interrupt(struct serve_kernel *k)
+{
+    if (k->dead_at)
+        return -ECHILD;
+    drain_socket(k->client.sockets[CONNECTION_CONTROL], &k->client.sign);
+    json_t *content = json_object();
+    return client_send(&k->client, CONNECTION_CONTROL, "interrupt_request", &content,
+                       NULL, NULL);
+}
+
+int registry_restart(struct serve_kernel *k, char *err, size_t errlen)
+{
+    if (k->dead_at)
+        return errbuf_set(-ECHILD, err, errlen, "the kernel is dead");
+    snprintf(k->state, sizeof k->state, "restarting");
+    drain_socket(k->client.sockets[CONNECTION_SHELL], &k->client.sign);
+    drain_socket(k->client.sockets[CONNECTION_CONTROL], &k->client.sign);
+    pid_t before = k->proc.pid;
+    int rc = launch_restart(&k->proc, &k->client, RESTART_TIMEOUT_S, err, errlen);
+    if (k->proc.pid != before) {
+        loop_unwatch(&k->exit_watch);
+        if (k->proc.pidfd >= 0)
+            k->exit_watch = loop_watch(k->reg->vh, k->proc.pidfd, on_exit_fd, k);
+    }
+    registry_drain_iopub(k);
+    if (rc < 0)
+        return rc;
+    snprintf(k->state, sizeof k->state, "idle");
+    k->busy_since = 0;
+    registry_touch(k);
+    return 0;
+}
+
+json_t *registry_model(const struct serve_kernel *k)
+{
+    struct model_kernel m = {.id = k->id,
+                             .name = k->name,
+                             .state = k->state,
+                             .last_activity = k->last_activity,
+                             .connections = k->connections};
+    return model_kernel_json(&m);
+}
+
+json_t *registry_list(const struct registry *r)
+{
+    json_t *a = json_array();
+    for (const struct serve_kernel *k = r->head; k && a; k = k->next)
+        json_array_append_new(a, registry_model(k));
+    return a;
+}
+
+void registry_touch(struct serve_kernel *k)
+{
+    k->last_activity = wall_now();
+}
+
+/* --- iopub, the replay ring, death and culling ---------------------------- */
+
+static bool someone_away(const struct serve_kernel *k)
+{
+    return k->nsessions > 0;
+}
+
+/* Keeps m (taken over) for the sessions that are away, within the bounds. */
+static void ring_push(struct serve_kernel *k, struct msg **m, size_t bytes)
+{
+    if (!k->ring && !(k->ring = calloc(REGISTRY_REPLAY_MAX, sizeof *k->ring)))
+        return;
+    while (k->ring_len && (k->ring_len == REGISTRY_REPLAY_MAX ||
+                           k->ring_bytes + bytes > REGISTRY_REPLAY_BYTES)) {
+        struct registry_replay_item *old = &k->ring[k->ring_start];
+        k->ring_bytes -= old->bytes;
+        msg_free(old->m);
+        old->m = NULL;
+        k->ring_start = (k->ring_start + 1) % REGISTRY_REPLAY_MAX;
+        k->ring_len--;
+    }
+    if (bytes > REGISTRY_REPLAY_BYTES)
+        return;
+    struct registry_replay_item *it =
+        &k->ring[(k->ring_start + k->ring_len) % REGISTRY_REPLAY_MAX];
+    it->m = *m;
+    *m = NULL;
+    it->seq = k->seq;
+    it->bytes = bytes;
+    k->ring_bytes += bytes;
+    k->ring_len++;
+}
+
+static void note_status(struct serve_kernel *k, const struct msg *m)
+{
+    if (strcmp(msg_type(m), "status") != 0)
+        return;
+    const char *s = json_string_value(json_object_get(m->content, "execution_state"));
+    if (!s || !(strcmp(s, "busy") == 0 || strcmp(s, "idle") == 0 ||
+                strcmp(s, "starting") == 0 || strcmp(s, "restarting") == 0))
+        return;
+    if (strcmp(k->state, "restarting") == 0 && strcmp(s, "idle") != 0)
+        return;
+    snprintf(k->state, sizeof k->state, "%s", s);
+    k->busy_since = strcmp(s, "busy") == 0 ? monotime_now() : 0;
+}
+
+static void on_iopub(void *arg)
+{
+    registry_drain_iopub(arg);
+}
+
+void registry_drain_iopub(struct serve_kernel *k)
+{
+    void *sock = k->client.sockets[CONNECTION_IOPUB];
+    struct registry *r = k->reg;
+    while (sock && zwire_readable(sock)) {
+        struct msg *m = NULL;
+        size_t bytes = 0;
+        int rc = zwire_recv(sock, &k->client.sign, &m, &bytes);
+        if (rc == -EAGAIN)
+            break;
+        if (rc) {
+            if (rc != -EBADMSG)
+                break;
+            continue;
+        }
+        k->seq++;
+        registry_touch(k);
+        note_status(k, m);
+        if (r->on_iopub)
+            r->on_iopub(r->hook_arg, k, m, k->seq);
+        if (someone_away(k))
+            ring_push(k, &m, bytes);
+        msg_free(m);
+    }
+}
+
+void registry_session_away(struct serve_kernel *k, const char *session_id,
+                           unsigned long long last_seq)
+{
+    if (!session_id || !*session_id || strlen(session_id) >= sizeof k->sessions[0].id)
+        return;
+    size_t i = 0;
+    while (i < k->nsessions && strcmp(k->sessions[i].id, session_id) != 0)
+        i++;
+    if (i == REGISTRY_SESSIONS_MAX) { /* forget the oldest */
+        memmove(k->sessions, k->sessions + 1,
+                (REGISTRY_SESSIONS_MAX - 1) * sizeof k->sessions[0]);
+        i = REGISTRY_SESSIONS_MAX - 1;
+        k->nsessions--;
+    }
+    if (i == k->nsessions)
+        k->nsessions++;
+    snprintf(k->sessions[i].id, sizeof k->sessions[i].id, "%s", session_id);
+    k->sessions[i].last_seq = last_seq;
+}
+
+size_t registry_replay(struct serve_kernel *k, const char *session_id,
+                       void (*fn)(void *arg, const struct msg *m, unsigned long long seq),
+                       void *arg)
+{
+    size_t i = 0, sent = 0;
+    while (session_id && i < k->nsessions && strcmp(k->sessions[i].id, session_id) != 0)
+        i++;
+    if (!session_id || i == k->nsessions)
+        return 0;
+    unsigned long long last = k->sessions[i].last_seq;
+    memmove(k->sessions + i, k->sessions + i + 1,
+            (k->nsessions - i - 1) * sizeof k->sessions[0]);
+    k->nsessions--;
+    for (size_t j = 0; j < k->ring_len; j++) {
+        const struct registry_replay_item *it =
+            &k->ring[(k->ring_start + j) % REGISTRY_REPLAY_MAX];
+        if (it->seq > last) {
+            fn(arg, it->m, it->seq);
+            sent++;
+        }
+    }
+    if (!someone_away(k))
+        ring_clear(k);
+    return sent;
+}
+
+static void on_exit_fd(void *arg)
+{
+    struct serve_kernel *k = arg;
+    if (!launch_exited(&k->proc))
+        return;
+    loop_unwatch(&k->exit_watch);
+    loop_unwatch(&k->iopub_watch);
+    snprintf(k->state, sizeof k->state, "dead");
+    k->dead_at = monotime_now();
+    k->reg->died++;
+    log_warn("kernel %s died", k->id);
+    if (k->reg->on_dead)
+        k->reg->on_dead(k->reg->hook_arg, k);
+}
+
+static bool cull_due(const struct registry *r, const struct serve_kernel *k, double now)
+{
+    if (r->cull_idle_s <= 0 || k->dead_at)
+        return false;
+    if (strcmp(k->state, "busy") == 0 && !r->cull_busy)
+        return false;
+    if (k->connections > 0 && !r->cull_connected)
+        return false;
+    return now - k->last_activity > r->cull_idle_s;
+}
+
+static double tick_s(const struct registry *r)
+{
+    double t = r->cull_idle_s > 0 ? r->cull_idle_s / 2 : 5.0;
+    return t < 0.5 ? 0.5 : t > 5.0 ? 5.0 : t;
+}
+
+static void on_tick(lws_sorted_usec_list_t *sul)
+{
+    struct registry *r = lws_container_of(sul, struct registry, cull_timer);
+    double now = wall_now(), mono = monotime_now();
+    struct serve_kernel *k = r->head, *next;
+    for (; k; k = next) {
+        next = k->next;
+        if (k->dead_at && mono - k->dead_at > REGISTRY_DEAD_KEEP_S) {
+            registry_remove(r, k);
+        } else if (cull_due(r, k, now)) {
+            log_info("kernel %s culled: idle for %.0f s", k->id, now - k->last_activity);
+            r->culled++;
+            registry_remove(r, k);
+        }
+    }
+    lws_sul_schedule(r->ctx, 0, &r->cull_timer, on_tick,
+                     (lws_usec_t)(tick_s(r) * LWS_US_PER_SEC));
+}
+
+void registry_start_timers(struct registry *r)
+{
+    lws_sul_schedule(r->ctx, 0, &r->cull_timer, on_tick,
+                     (lws_usec_t)(tick_s(r) * LWS_US_PER_SEC));
+}
+
+json_t *registry_kernelspec(const struct registry *r)
+{
+    (void)r;
+    const char *n = REGISTRY_KERNEL_NAME;
+    char l32[96], l64[96], svg[96];
+    snprintf(l32, sizeof l32, "/kernelspecs/%s/logo-32x32.png", n);
+    snprintf(l64, sizeof l64, "/kernelspecs/%s/logo-64x64.png", n);
+    snprintf(svg, sizeof svg, "/kernelspecs/%s/logo-svg.svg", n);
+    return json_pack("{s:s, s:{s:[s,s,s,s], s:s, s:s, s:s, s:{}, s:{}}, "
+                     "s:{s:s, s:s, s:s}}",
+                     "name", n, "spec", "argv", "sandpit", "kernel", "-f",
+                     "{connection_file}", "display_name", "Python 3 (sandpit)",
+                     "language", "python", "interrupt_mode", "message", "env", "metadata",
+                     "resources", "logo-32x32", l32, "logo-64x64", l64, "logo-svg", svg);
+}

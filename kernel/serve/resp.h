@@ -1,0 +1,22 @@
+/* resp: what a REST handler answers (routes.c, sessions.c), for http.c to
+ * write: a status and a body, JSON (new, http.c frees it) or bytes. */
+#ifndef SANDPIT_SERVE_RESP_H
+#define SANDPIT_SERVE_RESP_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct routes_resp {
+    int status;
+    json_t *json;             /* the body, or NULL */
+    const unsigned char *raw; /* or raw bytes (borrowed, static) */
+    char *text;               /* or a text body (new) */
+    size_t raw_len;
+    const char *content_type;
+    char location[160];
+};
+
+/* out becomes the error status with message ({"reason", "message"}). */
+void routes_error(struct routes_resp *out, int status, const char *message);
+
+#endif
