@@ -26,6 +26,7 @@ struct http_req {
     unsigned char *out; /* LWS_PRE bytes, then the body to write */
     size_t out_len;
     double started;
+    bool awaiting_body; /* lws reports a body's end for a POST without one too */
 };
 
 bool http_handles(enum lws_callback_reasons reason)
@@ -213,16 +214,18 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
     if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
         strtoull(cl, NULL, 10) > s->cfg.max_body)
         return answer_error(wsi, pss, 413, "the body is too large");
-    if (has_body(wsi, method))
+    if (has_body(wsi, method)) {
+        pss->req->awaiting_body = true;
         return 0; /* the body comes */
+    }
     return handle(wsi, pss);
 }
 
 static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
 {
     struct http_req *req = pss->req;
-    if (!req)
-        return -1;
+    if (!req || !req->awaiting_body)
+        return req ? 0 : -1;
     if (req->body_len + len > serve_of(wsi)->cfg.max_body)
         return -1;
     char *b = realloc(req->body, req->body_len + len + 1);
@@ -245,7 +248,10 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     case LWS_CALLBACK_HTTP_BODY:
         return body_part(wsi, pss, in, len);
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-        return pss->req ? handle(wsi, pss) : -1;
+        if (!pss->req || !pss->req->awaiting_body)
+            return 0; /* answered already */
+        pss->req->awaiting_body = false;
+        return handle(wsi, pss);
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         struct http_req *req = pss ? pss->req : NULL;
         if (!req || !req->out)
