@@ -53,8 +53,11 @@ void serve_usage(FILE *f)
         "  --max-kernels N        at most N kernels at once (0: no limit)\n"
         "  --cull-idle-timeout S  end kernels idle for S seconds (0: never)\n"
         "  --cull-busy            ... busy ones too; --cull-connected: with clients too\n"
+        "  --max-connections-per-address N   at most N connections from one address\n"
+        "                         at once (default %d)\n"
         "  --log-format F         text (default) or json, a JSON object a line\n\n"
-        "kernel options (given to every kernel):\n");
+        "kernel options (given to every kernel):\n",
+        SERVE_MAX_PER_ADDRESS);
     options_usage(f);
 }
 
@@ -119,12 +122,19 @@ static int take(struct serve *s, int argc, char **argv, int *i, const char **tok
     struct serve_config *c = &s->cfg;
     double d;
     int rc = 0;
-    static const char *const with_value[] = {"--ip",           "--port",
-                                             "--token",        "--token-file",
-                                             "--certfile",     "--keyfile",
-                                             "--allow-origin", "--workspaces",
-                                             "--max-kernels",  "--cull-idle-timeout",
-                                             "--log-format",   NULL};
+    static const char *const with_value[] = {"--ip",
+                                             "--port",
+                                             "--token",
+                                             "--token-file",
+                                             "--certfile",
+                                             "--keyfile",
+                                             "--allow-origin",
+                                             "--workspaces",
+                                             "--max-kernels",
+                                             "--cull-idle-timeout",
+                                             "--log-format",
+                                             "--max-connections-per-address",
+                                             NULL};
     bool needs = false;
     for (int k = 0; with_value[k]; k++)
         needs |= strcmp(a, with_value[k]) == 0;
@@ -155,6 +165,8 @@ static int take(struct serve *s, int argc, char **argv, int *i, const char **tok
                                            "--workspaces: no such folder: %s", v);
     else if (strcmp(a, "--max-kernels") == 0)
         rc = number(a, v, 0, 100000, &d, err, errlen), s->reg.max_kernels = (int)d;
+    else if (strcmp(a, "--max-connections-per-address") == 0)
+        rc = number(a, v, 1, 1000000, &d, err, errlen), c->max_per_address = (int)d;
     else if (strcmp(a, "--cull-idle-timeout") == 0)
         rc = number(a, v, 0, 1e9, &s->reg.cull_idle_s, err, errlen);
     else if (strcmp(a, "--log-format") == 0) {

@@ -12,6 +12,7 @@
 #include "kernel/serve/registry.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "kernel/client/connfile.h"
 #include "kernel/client/lifecycle.h"
 #include "kernel/serve/loop.h"
+#include "kernel/serve/slog.h"
 #include "kernel/serve/zwire.h"
 #include "kernel/util/log.h"
 #include "kernel/util/monotime.h"
@@ -38,6 +40,22 @@ static double wall_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A log line about k: its id and user on the line (slog.h). */
+static void klog(const struct serve_kernel *k, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void klog(const struct serve_kernel *k, enum log_level level, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    slog_kernel(k->id, k->user);
+    log_msg(level, "%s", text);
+    slog_kernel(NULL, NULL);
 }
 
 void registry_init(struct registry *r)
@@ -230,7 +248,7 @@ int registry_start(struct registry *r, const char *name, const json_t *env,
     status = 500;
     char why[1024];
     if (model_id_new(k->id) || spawn(r, k, kenv, ws, why, sizeof why)) {
-        log_error("kernel %s did not start: %s", k->id, why);
+        klog(k, LOG_ERROR, "the kernel did not start: %s", why);
         errbuf_set(500, err, errlen, "the kernel did not start: %s", why);
         goto fail;
     }
@@ -239,8 +257,7 @@ int registry_start(struct registry *r, const char *name, const json_t *env,
     k->next = r->head;
     r->head = k;
     r->started++;
-    log_info("kernel %s started (pid %d%s%s)", k->id, (int)k->proc.pid,
-             k->user[0] ? ", user " : "", k->user);
+    klog(k, LOG_INFO, "kernel started (pid %d)", (int)k->proc.pid);
     *out = k;
     status = 0;
     goto out;
@@ -277,7 +294,7 @@ void registry_remove(struct registry *r, struct serve_kernel *k)
         launch_stop(&k->proc, &k->client, STOP_GRACE_S);
     else if (k->proc.pid > 0)
         launch_exited(&k->proc); /* reaps it */
-    log_info("kernel %s removed", k->id);
+    klog(k, LOG_INFO, "kernel removed");
     if (r->on_gone)
         r->on_gone(r->hook_arg, k);
     kernel_free(k);
@@ -496,7 +513,7 @@ static void on_exit_fd(void *arg)
     snprintf(k->state, sizeof k->state, "dead");
     k->dead_at = monotime_now();
     k->reg->died++;
-    log_warn("kernel %s died", k->id);
+    klog(k, LOG_WARN, "the kernel died");
     if (k->reg->on_dead)
         k->reg->on_dead(k->reg->hook_arg, k);
 }
@@ -528,7 +545,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
         if (k->dead_at && mono - k->dead_at > REGISTRY_DEAD_KEEP_S) {
             registry_remove(r, k);
         } else if (cull_due(r, k, now)) {
-            log_info("kernel %s culled: idle for %.0f s", k->id, now - k->last_activity);
+            klog(k, LOG_INFO, "kernel culled: idle for %.0f s", now - k->last_activity);
             r->culled++;
             registry_remove(r, k);
         }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kernel/client/lifecycle.h"
@@ -26,6 +27,7 @@
 #include "kernel/serve/options_serve.h"
 #include "kernel/serve/server.h"
 #include "kernel/serve/sessions.h"
+#include "kernel/serve/slog.h"
 #include "kernel/supervisor/tmpdir.h"
 #include "kernel/util/log.h"
 
@@ -104,6 +106,18 @@ static void announce(const struct serve *s, bool generated)
     fflush(stderr);
 }
 
+/* Each kernel holds a dozen descriptors (its sockets, ZeroMQ's own, its
+ * pidfd) and each WebSocket client half a dozen: the soft limit goes up to
+ * the hard one. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static void run_loop(struct serve *s)
 {
     running = s->ctx;
@@ -138,7 +152,10 @@ int serve_main(int argc, char **argv)
         goto out;
     }
     status = 1;
+    /* The server says what it does (kernels started, ended) at least. */
+    slog_init(kopts.log_level > LOG_INFO ? kopts.log_level : LOG_INFO, s.cfg.log_json);
     lws_set_log_level(LLL_ERR, NULL);
+    raise_fd_limit();
     if ((rc = tmpdir_make_private("serve", &private_dir)) ||
         msg_session_init(&s.session, "sandpit")) {
         fprintf(stderr, "sandpit serve: cannot make the private folder: %s\n",

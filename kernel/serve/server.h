@@ -17,7 +17,7 @@
 #define SERVE_MAX_BODY        (1u << 20)  /* bytes of a REST request's body */
 #define SERVE_MAX_WS_MESSAGE  (32u << 20) /* bytes of one WebSocket message */
 #define SERVE_MAX_WS_QUEUE    (64u << 20) /* bytes waiting for a slow client */
-#define SERVE_MAX_PER_ADDRESS 64          /* connections from one address */
+#define SERVE_MAX_PER_ADDRESS 256         /* connections from one address */
 #define SERVE_LATENCY_BUCKETS 12
 
 struct serve_config {
