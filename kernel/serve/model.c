@@ -12,11 +12,15 @@
 void model_date(double t, char *buf, size_t len)
 {
     time_t s = (time_t)t; /* t > 0: truncation is the floor */
-    long us = (long)((t - (double)s) * 1e6);
+    /* To the nearest microsecond: a double holds today's seconds to about a
+     * quarter of one, so truncating would lose one now and then. */
+    long us = (long)((t - (double)s) * 1e6 + 0.5);
     if (us < 0)
         us = 0;
-    if (us > 999999)
-        us = 999999;
+    if (us > 999999) {
+        s++;
+        us = 0;
+    }
     struct tm tm;
     gmtime_r(&s, &tm);
     char day[24];
