@@ -475,6 +475,19 @@ void registry_session_away(struct serve_kernel *k, const char *session_id,
         k->nsessions++;
     snprintf(k->sessions[i].id, sizeof k->sessions[i].id, "%s", session_id);
     k->sessions[i].last_seq = last_seq;
+    k->sessions[i].left_at = monotime_now();
+}
+
+/* Sessions away too long are forgotten, and the ring with the last of them. */
+static void forget_old_sessions(struct serve_kernel *k, double mono)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < k->nsessions; i++)
+        if (mono - k->sessions[i].left_at <= REGISTRY_AWAY_S)
+            k->sessions[kept++] = k->sessions[i];
+    k->nsessions = kept;
+    if (!someone_away(k))
+        ring_clear(k);
 }
 
 size_t registry_replay(struct serve_kernel *k, const char *session_id,
@@ -542,6 +555,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     struct serve_kernel *k = r->head, *next;
     for (; k; k = next) {
         next = k->next;
+        forget_old_sessions(k, mono);
         if (k->dead_at && mono - k->dead_at > REGISTRY_DEAD_KEEP_S) {
             registry_remove(r, k);
         } else if (cull_due(r, k, now)) {

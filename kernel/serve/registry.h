@@ -21,7 +21,8 @@
 #include "kernel/serve/model.h"
 
 #define REGISTRY_REPLAY_MAX    256        /* iopub messages kept for a reconnection */
-#define REGISTRY_REPLAY_BYTES  (8u << 20) /* ... and at most these bytes of them */
+#define REGISTRY_REPLAY_BYTES  (2u << 20) /* ... and at most these bytes of them */
+#define REGISTRY_AWAY_S        600.0      /* a session away longer is forgotten */
 #define REGISTRY_SESSIONS_MAX  64         /* sessions away remembered per kernel */
 #define REGISTRY_ENV_MAX       64         /* KERNEL_* variables a request may set */
 #define REGISTRY_ENV_VALUE_MAX 4096
@@ -36,6 +37,7 @@ struct registry_replay_item {
 struct registry_session {
     char id[64];
     unsigned long long last_seq; /* the last iopub message it was sent */
+    double left_at;              /* monotonic */
 };
 
 struct serve_kernel {
