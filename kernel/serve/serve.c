@@ -97,7 +97,6 @@ static void announce(const struct serve *s, bool generated)
     int port = lws_get_vhost_listen_port(s->vh);
     const char *scheme = s->cfg.certfile ? "https" : "http";
     log_info("listening on %s://%s:%d/", scheme, s->cfg.ip, port);
-    fprintf(stderr, "sandpit serve: listening on %s://%s:%d/\n", scheme, s->cfg.ip, port);
     if (generated)
         fprintf(stderr,
                 "sandpit serve: the token (generated; --token or --token-file to choose "
