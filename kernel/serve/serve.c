@@ -107,12 +107,13 @@ static void announce(const struct serve *s, bool generated)
 
 /* Each kernel holds a dozen descriptors (its sockets, ZeroMQ's own, its
  * pidfd) and each WebSocket client half a dozen: the soft limit goes up to
- * the hard one. */
+ * the hard one, or 65536 (lws sizes its tables by it). */
 static void raise_fd_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
+    rlim_t want = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 }

@@ -172,3 +172,47 @@ def test_the_kernels_connection_files_are_private(server):
     assert st.st_mode & 0o777 == 0o700 and st.st_uid == os.getuid()
     assert any(n.endswith(".json") for n in os.listdir(found[0]))
     server.call("DELETE", "/api/kernels/" + kid)
+
+
+def test_the_websocket_takes_the_token_in_its_query(server):
+    kid = server.start_kernel()["id"]
+    url = "ws://127.0.0.1:%d/api/kernels/%s/channels?session_id=q&token=%s" % (
+        server.port, kid, server.token)
+    ws = websocket.create_connection(url, timeout=30)
+    try:
+        req = execute("print('query')")
+        ws.send(json.dumps(req))
+        assert stdout_text(collect(lambda: json.loads(ws.recv()),
+                                   req["header"]["msg_id"])) == "query\n"
+    finally:
+        ws.close()
+    with pytest.raises(websocket.WebSocketException):
+        websocket.create_connection(url.replace(server.token, "wrong"), timeout=30)
+    server.call("DELETE", "/api/kernels/" + kid)
+
+
+def test_cors_is_closed_without_allow_origin(server):
+    status, raw, headers = server.request("OPTIONS", "/api/kernels", token=False,
+                                          headers={"Origin": "http://app.example"},
+                                          with_headers=True)
+    assert "Access-Control-Allow-Origin" not in headers
+    status, raw, headers = server.request("GET", "/api", with_headers=True,
+                                          headers={"Origin": "http://app.example"})
+    assert status == 200 and "Access-Control-Allow-Origin" not in headers
+
+
+def test_cors_opens_to_the_allowed_origin():
+    s = Server("--allow-origin", "http://app.example")
+    try:
+        status, raw, headers = s.request("OPTIONS", "/api/kernels", token=False,
+                                         headers={"Origin": "http://app.example"},
+                                         with_headers=True)
+        assert status == 204
+        assert headers["Access-Control-Allow-Origin"] == "http://app.example"
+        assert "Authorization" in headers["Access-Control-Allow-Headers"]
+        kid = s.start_kernel()["id"]
+        ws_connect(s, kid, origin="http://app.example").close()
+        with pytest.raises(websocket.WebSocketException):
+            ws_connect(s, kid, origin="http://other.example")
+    finally:
+        s.stop()
