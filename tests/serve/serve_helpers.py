@@ -5,6 +5,7 @@ message made by hand. Every wait is bounded in time."""
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,7 +36,9 @@ class Server:
     def __init__(self, *args, token=TOKEN, cwd=None, env=None):
         self.port = free_port()
         self.token = token
+        self.own_cwd = cwd is None
         self.cwd = cwd or tempfile.mkdtemp(prefix="sandpit-serve-")
+        self.saved_log = None
         self.errlog = tempfile.NamedTemporaryFile(prefix="sandpit-serve-log-", delete=False)
         argv = [SANDPIT, "serve", "--port", str(self.port)]
         if token is not None:
@@ -49,6 +52,8 @@ class Server:
         self.wait_ready()
 
     def log(self):
+        if self.saved_log is not None:
+            return self.saved_log
         with open(self.errlog.name, errors="replace") as f:
             return f.read()
 
@@ -101,6 +106,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+        if self.saved_log is None:
+            self.saved_log = self.log()
+            os.unlink(self.errlog.name)
+            if self.own_cwd:
+                shutil.rmtree(self.cwd, ignore_errors=True)
         return self.proc.returncode
 
 

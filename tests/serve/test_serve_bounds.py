@@ -9,7 +9,6 @@ import shutil
 import socket
 import ssl
 import subprocess
-import tempfile
 import time
 import urllib.request
 
@@ -100,8 +99,8 @@ def test_other_addresses_need_tls_or_allow_insecure():
     assert r.returncode == 2 and "TLS" in r.stderr
 
 
-def test_a_token_from_a_file_and_a_generated_one():
-    d = tempfile.mkdtemp(prefix="sandpit-serve-token-")
+def test_a_token_from_a_file_and_a_generated_one(tmp_path):
+    d = str(tmp_path)
     path = os.path.join(d, "token")
     with open(path, "w") as f:
         f.write("from-the-file\n")
@@ -139,8 +138,8 @@ def test_the_log_as_json_lines():
 
 
 @pytest.mark.skipif(not shutil.which("openssl"), reason="no openssl command here")
-def test_https_and_wss():
-    d = tempfile.mkdtemp(prefix="sandpit-serve-tls-")
+def test_https_and_wss(tmp_path):
+    d = str(tmp_path)
     cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",

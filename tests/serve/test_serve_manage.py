@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import stat
-import tempfile
 import time
 
 import pytest
@@ -117,8 +116,8 @@ def test_idle_kernels_are_culled():
         s.stop()
 
 
-def test_kernel_env_and_per_user_workspaces():
-    base = tempfile.mkdtemp(prefix="sandpit-serve-users-")
+def test_kernel_env_and_per_user_workspaces(tmp_path):
+    base = str(tmp_path)
     s = Server("--workspaces", base, "--pass-env", "KERNEL_COLOUR")
     try:
         for bad in ["../x", "a/b", "", ".hidden"]:
