@@ -51,6 +51,13 @@ char *metrics_text(const struct serve *s)
             s->reg.culled);
     counter(f, "sandpit_kernels_died_total", "Kernels that exited on their own.",
             s->reg.died);
+    counter(f, "sandpit_cells_total", "Cells run.", s->reg.cells);
+    counter(f, "sandpit_cells_timed_out_total", "Cells ended by the time limit.",
+            s->reg.timeouts);
+    counter(f, "sandpit_worker_restarts_total", "Workers lost while a request ran.",
+            s->reg.worker_restarts);
+    counter(f, "sandpit_memory_limit_ends_total", "Workers ended by the memory limit.",
+            s->reg.memory_ends);
     counter(f, "sandpit_http_unauthorised_total", "Requests refused for their token.",
             s->metrics.unauthorised);
     counter(f, "sandpit_websockets_opened_total", "WebSocket connections opened.",

@@ -426,6 +426,24 @@ static void note_status(struct serve_kernel *k, const struct msg *m)
     k->busy_since = strcmp(s, "busy") == 0 ? monotime_now() : 0;
 }
 
+static void count(struct registry *r, const struct msg *m)
+{
+    const char *type = msg_type(m);
+    if (strcmp(type, "execute_input") == 0) {
+        r->cells++;
+    } else if (strcmp(type, "error") == 0) {
+        const char *ename = json_string_value(json_object_get(m->content, "ename"));
+        const char *evalue = json_string_value(json_object_get(m->content, "evalue"));
+        if (ename && strcmp(ename, "TimeoutError") == 0)
+            r->timeouts++;
+        if (ename && strcmp(ename, "WorkerDied") == 0) {
+            r->worker_restarts++;
+            if (evalue && strcasestr(evalue, "memory"))
+                r->memory_ends++;
+        }
+    }
+}
+
 static void on_iopub(void *arg)
 {
     registry_drain_iopub(arg);
@@ -449,6 +467,7 @@ void registry_drain_iopub(struct serve_kernel *k)
         k->seq++;
         registry_touch(k);
         note_status(k, m);
+        count(r, m);
         if (r->on_iopub)
             r->on_iopub(r->hook_arg, k, m, k->seq);
         if (someone_away(k))

@@ -85,6 +85,10 @@ struct registry {
     void (*on_gone)(void *arg, struct serve_kernel *k);
     void *hook_arg;
     unsigned long started, culled, died;
+    /* From the kernels' iopub: cells run (execute_input), cells ended by the
+     * time limit (TimeoutError), workers lost (WorkerDied), of which to the
+     * memory limit (its evalue says memory). */
+    unsigned long cells, timeouts, worker_restarts, memory_ends;
 };
 
 void registry_init(struct registry *r);

@@ -199,3 +199,27 @@ def test_sigterm_stops_the_kernels_and_the_server():
     for pid in pids:
         assert not os.path.exists("/proc/%d" % pid) or \
             open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_metrics_count_cells_and_time_limits():
+    s = Server("--timeout", "1")
+    try:
+        kid = s.start_kernel()["id"]
+        ws = ws_connect(s, kid)
+        try:
+            run(ws, "print(1)")
+            msgs = run(ws, "import time\ntime.sleep(30)")
+            reply = [m for m in msgs if m["msg_type"] == "execute_reply"][0]
+            assert reply["content"]["ename"] == "TimeoutError"
+        finally:
+            ws.close()
+        status, raw = s.request("GET", "/metrics")
+        text = raw.decode()
+        assert status == 200
+        assert "sandpit_cells_total 2" in text
+        assert "sandpit_cells_timed_out_total 1" in text
+        assert 'sandpit_kernels{state="idle"} 1' in text
+        assert "sandpit_http_request_seconds_count" in text
+        assert s.request("GET", "/metrics", token=False)[0] == 401
+    finally:
+        s.stop()
