@@ -23,6 +23,7 @@
 #include "kernel/client/connfile.h"
 #include "kernel/client/lifecycle.h"
 #include "kernel/serve/loop.h"
+#include "kernel/serve/relay.h"
 #include "kernel/serve/slog.h"
 #include "kernel/serve/zwire.h"
 #include "kernel/util/log.h"
@@ -83,6 +84,7 @@ static void kernel_free(struct serve_kernel *k)
     }
     ring_clear(k);
     free(k->ring);
+    relay_free(k->relay);
     free(k);
 }
 
@@ -197,7 +199,14 @@ static int spawn(struct registry *r, struct serve_kernel *k, char **env, const c
     char **argv = lifecycle_kernel_argv(r->kopts, k->connfile, ws);
     if (!argv)
         return errbuf_set(-ENOMEM, err, errlen, "out of memory");
-    if ((rc = launch_start_env(&k->proc, &argv, true, NULL, env, err, errlen)))
+    char log[64];
+    if (r->relay_logs &&
+        !(k->relay = relay_new(r->vh, k->id, k->user, log, sizeof log))) {
+        free_env(argv);
+        return errbuf_set(-ENOMEM, err, errlen, "cannot relay the kernel's log");
+    }
+    if ((rc = launch_start_env(&k->proc, &argv, true, k->relay ? log : NULL, env, err,
+                               errlen)))
         return rc;
     struct client_options co = {.reconnect_ms = 10};
     if ((rc = client_open_with(&k->client, k->connfile, &co, err, errlen)))

@@ -52,6 +52,7 @@ struct serve_kernel {
     struct launched proc;
     struct client client;
     struct loop_watch *iopub_watch, *exit_watch;
+    struct relay *relay; /* its stderr, with --log-format json */
     /* The replay ring: the last iopub messages, oldest first. */
     struct registry_replay_item *ring;
     size_t ring_start, ring_len, ring_bytes;
@@ -75,6 +76,7 @@ struct registry {
     struct lws_context *ctx;
     double cull_idle_s;
     bool cull_busy, cull_connected;
+    bool relay_logs; /* kernels' stderr through the server's log */
     lws_sorted_usec_list_t cull_timer;
     /* Hooks (may be NULL): every iopub message of a kernel, borrowed for the
      * call; a kernel that died (its clients should be told); a kernel about

@@ -163,6 +163,7 @@ int serve_main(int argc, char **argv)
         goto out;
     }
     s.reg.kopts = &kopts;
+    s.reg.relay_logs = s.cfg.log_json;
     s.reg.private_dir = private_dir;
     if (make_context(&s, err, sizeof err)) {
         fprintf(stderr, "sandpit serve: %s\n", err);
