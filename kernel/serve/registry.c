@@ -23,6 +23,7 @@
 #include "kernel/client/connfile.h"
 #include "kernel/client/lifecycle.h"
 #include "kernel/serve/loop.h"
+#include "kernel/serve/registry_ring.h"
 #include "kernel/serve/relay.h"
 #include "kernel/serve/slog.h"
 #include "kernel/serve/zwire.h"
@@ -64,13 +65,6 @@ void registry_init(struct registry *r)
     memset(r, 0, sizeof *r);
 }
 
-static void ring_clear(struct serve_kernel *k)
-{
-    for (size_t i = 0; i < k->ring_len; i++)
-        msg_free(k->ring[(k->ring_start + i) % REGISTRY_REPLAY_MAX].m);
-    k->ring_start = k->ring_len = k->ring_bytes = 0;
-}
-
 static void kernel_free(struct serve_kernel *k)
 {
     loop_unwatch(&k->iopub_watch);
@@ -82,7 +76,7 @@ static void kernel_free(struct serve_kernel *k)
         connfile_remove(k->connfile);
         free(k->connfile);
     }
-    ring_clear(k);
+    registry_ring_clear(k);
     free(k->ring);
     relay_free(k->relay);
     free(k);
@@ -390,37 +384,6 @@ void registry_touch(struct serve_kernel *k)
 
 /* --- iopub, the replay ring, death and culling ---------------------------- */
 
-static bool someone_away(const struct serve_kernel *k)
-{
-    return k->nsessions > 0;
-}
-
-/* Keeps m (taken over) for the sessions that are away, within the bounds. */
-static void ring_push(struct serve_kernel *k, struct msg **m, size_t bytes)
-{
-    if (!k->ring && !(k->ring = calloc(REGISTRY_REPLAY_MAX, sizeof *k->ring)))
-        return;
-    while (k->ring_len && (k->ring_len == REGISTRY_REPLAY_MAX ||
-                           k->ring_bytes + bytes > REGISTRY_REPLAY_BYTES)) {
-        struct registry_replay_item *old = &k->ring[k->ring_start];
-        k->ring_bytes -= old->bytes;
-        msg_free(old->m);
-        old->m = NULL;
-        k->ring_start = (k->ring_start + 1) % REGISTRY_REPLAY_MAX;
-        k->ring_len--;
-    }
-    if (bytes > REGISTRY_REPLAY_BYTES)
-        return;
-    struct registry_replay_item *it =
-        &k->ring[(k->ring_start + k->ring_len) % REGISTRY_REPLAY_MAX];
-    it->m = *m;
-    *m = NULL;
-    it->seq = k->seq;
-    it->bytes = bytes;
-    k->ring_bytes += bytes;
-    k->ring_len++;
-}
-
 static void note_status(struct serve_kernel *k, const struct msg *m)
 {
     if (strcmp(msg_type(m), "status") != 0)
@@ -479,69 +442,10 @@ void registry_drain_iopub(struct serve_kernel *k)
         count(r, m);
         if (r->on_iopub)
             r->on_iopub(r->hook_arg, k, m, k->seq);
-        if (someone_away(k))
-            ring_push(k, &m, bytes);
+        if (registry_someone_away(k))
+            registry_ring_push(k, &m, bytes);
         msg_free(m);
     }
-}
-
-void registry_session_away(struct serve_kernel *k, const char *session_id,
-                           unsigned long long last_seq)
-{
-    if (!session_id || !*session_id || strlen(session_id) >= sizeof k->sessions[0].id)
-        return;
-    size_t i = 0;
-    while (i < k->nsessions && strcmp(k->sessions[i].id, session_id) != 0)
-        i++;
-    if (i == REGISTRY_SESSIONS_MAX) { /* forget the oldest */
-        memmove(k->sessions, k->sessions + 1,
-                (REGISTRY_SESSIONS_MAX - 1) * sizeof k->sessions[0]);
-        i = REGISTRY_SESSIONS_MAX - 1;
-        k->nsessions--;
-    }
-    if (i == k->nsessions)
-        k->nsessions++;
-    snprintf(k->sessions[i].id, sizeof k->sessions[i].id, "%s", session_id);
-    k->sessions[i].last_seq = last_seq;
-    k->sessions[i].left_at = monotime_now();
-}
-
-/* Sessions away too long are forgotten, and the ring with the last of them. */
-static void forget_old_sessions(struct serve_kernel *k, double mono)
-{
-    size_t kept = 0;
-    for (size_t i = 0; i < k->nsessions; i++)
-        if (mono - k->sessions[i].left_at <= REGISTRY_AWAY_S)
-            k->sessions[kept++] = k->sessions[i];
-    k->nsessions = kept;
-    if (!someone_away(k))
-        ring_clear(k);
-}
-
-size_t registry_replay(struct serve_kernel *k, const char *session_id,
-                       void (*fn)(void *arg, const struct msg *m, unsigned long long seq),
-                       void *arg)
-{
-    size_t i = 0, sent = 0;
-    while (session_id && i < k->nsessions && strcmp(k->sessions[i].id, session_id) != 0)
-        i++;
-    if (!session_id || i == k->nsessions)
-        return 0;
-    unsigned long long last = k->sessions[i].last_seq;
-    memmove(k->sessions + i, k->sessions + i + 1,
-            (k->nsessions - i - 1) * sizeof k->sessions[0]);
-    k->nsessions--;
-    for (size_t j = 0; j < k->ring_len; j++) {
-        const struct registry_replay_item *it =
-            &k->ring[(k->ring_start + j) % REGISTRY_REPLAY_MAX];
-        if (it->seq > last) {
-            fn(arg, it->m, it->seq);
-            sent++;
-        }
-    }
-    if (!someone_away(k))
-        ring_clear(k);
-    return sent;
 }
 
 static void on_exit_fd(void *arg)
@@ -583,7 +487,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     struct serve_kernel *k = r->head, *next;
     for (; k; k = next) {
         next = k->next;
-        forget_old_sessions(k, mono);
+        registry_forget_old_sessions(k, mono);
         if (k->dead_at && mono - k->dead_at > REGISTRY_DEAD_KEEP_S) {
             registry_remove(r, k);
         } else if (cull_due(r, k, now)) {
@@ -600,20 +504,4 @@ void registry_start_timers(struct registry *r)
 {
     lws_sul_schedule(r->ctx, 0, &r->cull_timer, on_tick,
                      (lws_usec_t)(tick_s(r) * LWS_US_PER_SEC));
-}
-
-json_t *registry_kernelspec(const struct registry *r)
-{
-    (void)r;
-    const char *n = REGISTRY_KERNEL_NAME;
-    char l32[96], l64[96], svg[96];
-    snprintf(l32, sizeof l32, "/kernelspecs/%s/logo-32x32.png", n);
-    snprintf(l64, sizeof l64, "/kernelspecs/%s/logo-64x64.png", n);
-    snprintf(svg, sizeof svg, "/kernelspecs/%s/logo-svg.svg", n);
-    return json_pack("{s:s, s:{s:[s,s,s,s], s:s, s:s, s:s, s:{}, s:{}}, "
-                     "s:{s:s, s:s, s:s}}",
-                     "name", n, "spec", "argv", "sandpit", "kernel", "-f",
-                     "{connection_file}", "display_name", "Python 3 (sandpit)",
-                     "language", "python", "interrupt_mode", "message", "env", "metadata",
-                     "resources", "logo-32x32", l32, "logo-64x64", l64, "logo-svg", svg);
 }

@@ -144,9 +144,7 @@ size_t registry_replay(struct serve_kernel *k, const char *session_id,
                        void (*fn)(void *arg, const struct msg *m, unsigned long long seq),
                        void *arg);
 
-/* The kernelspec JSON of the server's one kind of kernel (name, spec,
- * resources), new; the default name is REGISTRY_KERNEL_NAME. */
+/* The name of the server's one kind of kernel. */
 #define REGISTRY_KERNEL_NAME "sandpit"
-json_t *registry_kernelspec(const struct registry *r);
 
 #endif

@@ -75,15 +75,31 @@ static void logo(struct routes_resp *out, const char *name, const char *file)
     routes_error(out, 404, "no such file");
 }
 
-static void kernelspecs(struct serve *s, char **seg, int n, struct routes_resp *out)
+/* The kernelspec of the server's one kind of kernel (name, spec, resources). */
+static json_t *kernelspec(void)
+{
+    const char *n = REGISTRY_KERNEL_NAME;
+    char l32[96], l64[96], svg[96];
+    snprintf(l32, sizeof l32, "/kernelspecs/%s/logo-32x32.png", n);
+    snprintf(l64, sizeof l64, "/kernelspecs/%s/logo-64x64.png", n);
+    snprintf(svg, sizeof svg, "/kernelspecs/%s/logo-svg.svg", n);
+    return json_pack("{s:s, s:{s:[s,s,s,s], s:s, s:s, s:s, s:{}, s:{}}, "
+                     "s:{s:s, s:s, s:s}}",
+                     "name", n, "spec", "argv", "sandpit", "kernel", "-f",
+                     "{connection_file}", "display_name", "Python 3 (sandpit)",
+                     "language", "python", "interrupt_mode", "message", "env", "metadata",
+                     "resources", "logo-32x32", l32, "logo-64x64", l64, "logo-svg", svg);
+}
+
+static void kernelspecs(char **seg, int n, struct routes_resp *out)
 {
     if (n == 2) {
-        json_t *spec = registry_kernelspec(&s->reg);
+        json_t *spec = kernelspec();
         reply(out, 200,
               json_pack("{s:s, s:{s:o}}", "default", REGISTRY_KERNEL_NAME, "kernelspecs",
                         REGISTRY_KERNEL_NAME, spec));
     } else if (n == 3 && strcmp(seg[2], REGISTRY_KERNEL_NAME) == 0) {
-        reply(out, 200, registry_kernelspec(&s->reg));
+        reply(out, 200, kernelspec());
     } else {
         routes_error(out, 404, "no such kernelspec");
     }
@@ -187,7 +203,7 @@ void routes_handle(struct serve *s, const char *method, const char *path,
         if (n == 1 && get)
             reply(out, 200, json_pack("{s:s}", "version", SANDPIT_VERSION));
         else if (n >= 2 && strcmp(seg[1], "kernelspecs") == 0 && get)
-            kernelspecs(s, seg, n, out);
+            kernelspecs(seg, n, out);
         else if (n >= 2 && strcmp(seg[1], "kernels") == 0)
             kernels(s, method, body, len, seg, n, out);
         else if (n >= 2 && strcmp(seg[1], "sessions") == 0)
