@@ -27,6 +27,11 @@ struct http_req {
     size_t out_len;
     double started;
     bool awaiting_body; /* lws reports a body's end for a POST without one too */
+    struct lws *wsi;
+    /* An answer that waits for a kernel to start, then for a writable turn. */
+    struct serve_kernel *pending_kernel;
+    struct routes_resp deferred;
+    bool has_deferred;
 };
 
 bool http_handles(enum lws_callback_reasons reason)
@@ -48,6 +53,9 @@ static void req_free(struct serve_pss *pss)
 {
     if (!pss || !pss->req)
         return;
+    if (pss->req->pending_kernel)
+        registry_forget_waiter(pss->req->pending_kernel);
+    json_decref(pss->req->deferred.json);
     free(pss->req->body);
     free(pss->req->out);
     free(pss->req);
@@ -167,16 +175,33 @@ static int answer_error(struct lws *wsi, struct serve_pss *pss, int status,
     return respond(wsi, pss, &r);
 }
 
+/* A kernel this request waited for has started, or not. */
+static void on_started(void *arg, struct serve_kernel *k, int status, const char *err)
+{
+    struct http_req *req = arg;
+    req->pending_kernel = NULL;
+    memset(&req->deferred, 0, sizeof req->deferred);
+    routes_kernel_started(&req->deferred, k, status, err);
+    req->has_deferred = true;
+    lws_callback_on_writable(req->wsi);
+}
+
 static int handle(struct lws *wsi, struct serve_pss *pss)
 {
-    struct routes_resp r = {0};
+    struct routes_resp r = {.defer_fn = on_started, .defer_arg = pss->req};
     struct http_req *req = pss->req;
+    req->wsi = wsi;
     if (strcmp(req->method, "OPTIONS") == 0) {
         r.status = 204;
         return respond(wsi, pss, &r);
     }
     routes_handle(serve_of(wsi), strcmp(req->method, "HEAD") == 0 ? "GET" : req->method,
                   req->path, req->body, req->body_len, &r);
+    if (r.pending) {
+        req->pending_kernel = r.pending_kernel;
+        lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* the start has its own bound */
+        return 0;
+    }
     return respond(wsi, pss, &r);
 }
 
@@ -254,6 +279,12 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
         return handle(wsi, pss);
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         struct http_req *req = pss ? pss->req : NULL;
+        if (req && req->has_deferred) {
+            struct routes_resp r = req->deferred;
+            memset(&req->deferred, 0, sizeof req->deferred);
+            req->has_deferred = false;
+            return respond(wsi, pss, &r);
+        }
         if (!req || !req->out)
             return 0;
         int n = lws_write(wsi, req->out + LWS_PRE, req->out_len, LWS_WRITE_HTTP_FINAL);

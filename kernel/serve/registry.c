@@ -23,6 +23,7 @@
 #include "kernel/client/connfile.h"
 #include "kernel/client/lifecycle.h"
 #include "kernel/serve/loop.h"
+#include "kernel/serve/ready.h"
 #include "kernel/serve/registry_ring.h"
 #include "kernel/serve/relay.h"
 #include "kernel/serve/slog.h"
@@ -67,6 +68,9 @@ void registry_init(struct registry *r)
 
 static void kernel_free(struct serve_kernel *k)
 {
+    lws_sul_cancel(&k->start_timer);
+    loop_unwatch(&k->shell_watch);
+    free(k->ready);
     loop_unwatch(&k->iopub_watch);
     loop_unwatch(&k->exit_watch);
     if (k->client.zctx)
@@ -176,13 +180,13 @@ static int choose_workspace(const struct registry *r, const char *user, char **o
 static void on_iopub(void *arg);
 static void on_exit_fd(void *arg);
 
-/* Starts the process and waits until it answers. 0 or -errno with err. */
+/* Starts the process and opens a client on it. 0 or -errno with err. */
 static int spawn(struct registry *r, struct serve_kernel *k, char **env, const char *ws,
                  char *err, size_t errlen)
 {
     /* A short name: the ipc sockets' paths must fit a socket's address. */
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/k%lu.json", r->private_dir, r->started + 1) >=
+    if (snprintf(path, sizeof path, "%s/k%lu.json", r->private_dir, ++r->spawned) >=
             (int)sizeof path ||
         !(k->connfile = strdup(path)))
         return errbuf_set(-ENAMETOOLONG, err, errlen,
@@ -203,18 +207,18 @@ static int spawn(struct registry *r, struct serve_kernel *k, char **env, const c
                                errlen)))
         return rc;
     struct client_options co = {.reconnect_ms = 10};
-    if ((rc = client_open_with(&k->client, k->connfile, &co, err, errlen)))
-        return rc;
-    if ((rc =
-             launch_wait_ready(&k->proc, &k->client, START_TIMEOUT_S, NULL, err, errlen)))
-        return rc;
+    return client_open_with(&k->client, k->connfile, &co, err, errlen);
+}
+
+/* Watches the kernel's iopub and its exit. 0 or -ENOMEM. */
+static int watch(struct registry *r, struct serve_kernel *k, char *err, size_t errlen)
+{
     k->iopub_watch =
         loop_watch(r->vh, zwire_fd(k->client.sockets[CONNECTION_IOPUB]), on_iopub, k);
     if (k->proc.pidfd >= 0)
         k->exit_watch = loop_watch(r->vh, k->proc.pidfd, on_exit_fd, k);
     if (!k->iopub_watch || (k->proc.pidfd >= 0 && !k->exit_watch))
         return errbuf_set(-ENOMEM, err, errlen, "cannot watch the kernel");
-    registry_drain_iopub(k);
     return 0;
 }
 
@@ -224,55 +228,202 @@ static bool name_ok(const char *name)
            strcmp(name, "python3") == 0;
 }
 
-int registry_start(struct registry *r, const char *name, const json_t *env,
-                   struct serve_kernel **out, char *err, size_t errlen)
+/* A new kernel, counted, with its environment and workspace: 0, or an HTTP
+ * status with err (nothing is left). */
+static int prepare(struct registry *r, const char *name, const json_t *env,
+                   struct serve_kernel **out, char ***kenv, char **ws, char *err,
+                   size_t errlen)
 {
     *out = NULL;
     if (!name_ok(name))
-        return errbuf_set(404, err, errlen, "no such kernel: %s", name), 404;
-    if (r->max_kernels > 0 && r->count >= r->max_kernels) {
-        errbuf_set(403, err, errlen, "the server runs its limit of %d kernels",
-                   r->max_kernels);
-        return 403;
-    }
+        return errbuf_set(404, err, errlen, "no such kernel: %s", name);
+    if (r->max_kernels > 0 && r->count >= r->max_kernels)
+        return errbuf_set(403, err, errlen, "the server runs its limit of %d kernels",
+                          r->max_kernels);
     struct serve_kernel *k = calloc(1, sizeof *k);
-    char **kenv = NULL, *ws = NULL;
-    int status = 500;
     if (!k)
-        return errbuf_set(500, err, errlen, "out of memory"), 500;
-    r->count++; /* the place is taken from here on */
+        return errbuf_set(500, err, errlen, "out of memory");
     k->reg = r;
     launch_init(&k->proc);
     snprintf(k->name, sizeof k->name, "%s", name && *name ? name : REGISTRY_KERNEL_NAME);
     snprintf(k->state, sizeof k->state, "starting");
-    if ((status = take_env(env, &kenv, k->user, sizeof k->user, err, errlen)) ||
-        (status = choose_workspace(r, k->user, &ws, err, errlen)))
-        goto fail;
-    status = 500;
-    char why[1024];
-    if (model_id_new(k->id) || spawn(r, k, kenv, ws, why, sizeof why)) {
-        klog(k, LOG_ERROR, "the kernel did not start: %s", why);
-        errbuf_set(500, err, errlen, "the kernel did not start: %s", why);
-        goto fail;
+    int status = take_env(env, kenv, k->user, sizeof k->user, err, errlen);
+    if (!status)
+        status = choose_workspace(r, k->user, ws, err, errlen);
+    if (!status && model_id_new(k->id))
+        status = errbuf_set(500, err, errlen, "cannot make an id");
+    if (status) {
+        free_env(*kenv);
+        *kenv = NULL;
+        kernel_free(k);
+        return status;
     }
-    snprintf(k->state, sizeof k->state, "idle");
-    registry_touch(k);
-    k->next = r->head;
-    r->head = k;
-    r->started++;
-    klog(k, LOG_INFO, "kernel started (pid %d)", (int)k->proc.pid);
+    r->count++; /* the place is taken from here on */
     *out = k;
-    status = 0;
-    goto out;
-fail:
+    return 0;
+}
+
+/* A kernel that did not start and is in no list: logged, stopped, freed. */
+static void discard(struct registry *r, struct serve_kernel *k, const char *why)
+{
+    klog(k, LOG_ERROR, "the kernel did not start: %s", why);
     r->count--;
     if (k->proc.pid > 0)
         launch_stop(&k->proc, k->client.zctx ? &k->client : NULL, 1);
     kernel_free(k);
-out:
+}
+
+static void now_ready(struct registry *r, struct serve_kernel *k)
+{
+    snprintf(k->state, sizeof k->state, "idle");
+    registry_touch(k);
+    r->started++;
+    klog(k, LOG_INFO, "kernel started (pid %d)", (int)k->proc.pid);
+}
+
+int registry_start(struct registry *r, const char *name, const json_t *env,
+                   struct serve_kernel **out, char *err, size_t errlen)
+{
+    struct serve_kernel *k;
+    char **kenv = NULL, *ws = NULL, why[1024];
+    int status = prepare(r, name, env, &k, &kenv, &ws, err, errlen);
+    if (!status && (spawn(r, k, kenv, ws, why, sizeof why) ||
+                    launch_wait_ready(&k->proc, &k->client, START_TIMEOUT_S, NULL, why,
+                                      sizeof why) ||
+                    watch(r, k, why, sizeof why))) {
+        errbuf_set(500, err, errlen, "the kernel did not start: %s", why);
+        discard(r, k, why);
+        status = 500;
+    } else if (!status) {
+        registry_drain_iopub(k);
+        k->next = r->head;
+        r->head = k;
+        now_ready(r, k);
+        *out = k;
+    }
     free_env(kenv);
     free(ws);
     return status;
+}
+
+/* --- starting without waiting ---------------------------------------------- */
+
+static void start_over(struct serve_kernel *k)
+{
+    lws_sul_cancel(&k->start_timer);
+    loop_unwatch(&k->shell_watch);
+    free(k->ready);
+    k->ready = NULL;
+}
+
+/* The waiter is told (k NULL), then the kernel goes. */
+static void start_failed(struct serve_kernel *k, const char *why)
+{
+    struct registry *r = k->reg;
+    registry_ready_fn fn = k->ready_fn;
+    char msg[1100];
+    snprintf(msg, sizeof msg, "the kernel did not start: %s", why);
+    klog(k, LOG_ERROR, "%s", msg);
+    k->ready_fn = NULL;
+    start_over(k);
+    if (fn)
+        fn(k->ready_arg, NULL, 500, msg);
+    registry_remove(r, k);
+}
+
+static void start_done(struct serve_kernel *k)
+{
+    registry_ready_fn fn = k->ready_fn;
+    k->ready_fn = NULL;
+    start_over(k);
+    now_ready(k->reg, k);
+    if (fn)
+        fn(k->ready_arg, k, 0, NULL);
+}
+
+/* A message on the starting kernel's channel ch: 0, 1 when the start is
+ * over and k ready, -1 when it failed and k has gone. */
+static int start_msg(struct serve_kernel *k, enum connection_channel ch,
+                     const struct msg *m)
+{
+    int rc = ready_on_msg(k->ready, &k->client, ch, m);
+    if (rc == 1)
+        start_done(k);
+    else if (rc < 0)
+        start_failed(k, strerror(-rc));
+    return rc < 0 ? -1 : rc;
+}
+
+static void on_shell(void *arg)
+{
+    struct serve_kernel *k = arg;
+    void *sock = k->client.sockets[CONNECTION_SHELL];
+    while (k->ready && zwire_readable(sock)) {
+        struct msg *m = NULL;
+        int rc = zwire_recv(sock, &k->client.sign, &m, NULL);
+        bool ended = rc == 0 && start_msg(k, CONNECTION_SHELL, m) != 0;
+        msg_free(m);
+        if (ended || (rc && rc != -EBADMSG))
+            return;
+    }
+}
+
+static void on_start_tick(lws_sorted_usec_list_t *sul)
+{
+    struct serve_kernel *k = lws_container_of(sul, struct serve_kernel, start_timer);
+    if (!k->ready)
+        return;
+    if (monotime_now() > k->start_deadline) {
+        start_failed(k, "it did not answer in time");
+        return;
+    }
+    if (ready_waiting_info(k->ready) && ready_poke(k->ready, &k->client)) {
+        start_failed(k, "cannot send to it");
+        return;
+    }
+    on_shell(k); /* the send may have taken the descriptor's signal */
+    if (!k->ready)
+        return;
+    k->poke_interval = k->poke_interval * 2 > 0.5 ? 0.5 : k->poke_interval * 2;
+    lws_sul_schedule(k->reg->ctx, 0, &k->start_timer, on_start_tick,
+                     (lws_usec_t)(k->poke_interval * LWS_US_PER_SEC));
+}
+
+int registry_start_async(struct registry *r, const char *name, const json_t *env,
+                         registry_ready_fn fn, void *arg, struct serve_kernel **out,
+                         char *err, size_t errlen)
+{
+    struct serve_kernel *k;
+    char **kenv = NULL, *ws = NULL, why[1024];
+    int status = prepare(r, name, env, &k, &kenv, &ws, err, errlen);
+    if (!status &&
+        (!(k->ready = calloc(1, sizeof *k->ready)) ||
+         spawn(r, k, kenv, ws, why, sizeof why) || watch(r, k, why, sizeof why) ||
+         !(k->shell_watch = loop_watch(
+               r->vh, zwire_fd(k->client.sockets[CONNECTION_SHELL]), on_shell, k)))) {
+        errbuf_set(500, err, errlen, "the kernel did not start: %s",
+                   k->ready ? why : "out of memory");
+        discard(r, k, k->ready ? why : "out of memory");
+        status = 500;
+    } else if (!status) {
+        ready_init(k->ready);
+        k->ready_fn = fn;
+        k->ready_arg = arg;
+        k->start_deadline = monotime_now() + START_TIMEOUT_S;
+        k->poke_interval = 0.025;
+        k->next = r->head;
+        r->head = k;
+        *out = k;
+        on_start_tick(&k->start_timer); /* the first request, and the timer */
+    }
+    free_env(kenv);
+    free(ws);
+    return status;
+}
+
+void registry_forget_waiter(struct serve_kernel *k)
+{
+    k->ready_fn = NULL;
 }
 
 struct serve_kernel *registry_find(struct registry *r, const char *id)
@@ -291,6 +442,12 @@ void registry_remove(struct registry *r, struct serve_kernel *k)
             break;
         }
     r->count--;
+    if (k->ready_fn) { /* removed while it starts: its waiter is told */
+        registry_ready_fn fn = k->ready_fn;
+        k->ready_fn = NULL;
+        fn(k->ready_arg, NULL, 500, "the kernel was shut down while it started");
+    }
+    start_over(k);
     loop_unwatch(&k->iopub_watch);
     loop_unwatch(&k->exit_watch);
     if (!k->dead_at && k->proc.pid > 0)
@@ -330,6 +487,8 @@ int registry_interrupt(struct serve_kernel *k)
 {
     if (k->dead_at)
         return -ECHILD;
+    if (k->ready)
+        return -EBUSY;
     drain_socket(k->client.sockets[CONNECTION_CONTROL], &k->client.sign);
     json_t *content = json_object();
     return client_send(&k->client, CONNECTION_CONTROL, "interrupt_request", &content,
@@ -340,6 +499,8 @@ int registry_restart(struct serve_kernel *k, char *err, size_t errlen)
 {
     if (k->dead_at)
         return errbuf_set(-ECHILD, err, errlen, "the kernel is dead");
+    if (k->ready)
+        return errbuf_set(-EBUSY, err, errlen, "the kernel is starting");
     snprintf(k->state, sizeof k->state, "restarting");
     drain_socket(k->client.sockets[CONNECTION_SHELL], &k->client.sign);
     drain_socket(k->client.sockets[CONNECTION_CONTROL], &k->client.sign);
@@ -386,8 +547,8 @@ void registry_touch(struct serve_kernel *k)
 
 static void note_status(struct serve_kernel *k, const struct msg *m)
 {
-    if (strcmp(msg_type(m), "status") != 0)
-        return;
+    if (k->ready || strcmp(msg_type(m), "status") != 0)
+        return; /* starting: the handshake's own busy and idle do not count */
     const char *s = json_string_value(json_object_get(m->content, "execution_state"));
     if (!s || !(strcmp(s, "busy") == 0 || strcmp(s, "idle") == 0 ||
                 strcmp(s, "starting") == 0 || strcmp(s, "restarting") == 0))
@@ -438,6 +599,10 @@ void registry_drain_iopub(struct serve_kernel *k)
         }
         k->seq++;
         registry_touch(k);
+        if (k->ready && start_msg(k, CONNECTION_IOPUB, m) < 0) {
+            msg_free(m); /* the start failed: k has gone */
+            return;
+        }
         note_status(k, m);
         count(r, m);
         if (r->on_iopub)
@@ -453,6 +618,10 @@ static void on_exit_fd(void *arg)
     struct serve_kernel *k = arg;
     if (!launch_exited(&k->proc))
         return;
+    if (k->ready) {
+        start_failed(k, "it exited while starting");
+        return;
+    }
     loop_unwatch(&k->exit_watch);
     loop_unwatch(&k->iopub_watch);
     snprintf(k->state, sizeof k->state, "dead");

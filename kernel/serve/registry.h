@@ -40,6 +40,15 @@ struct registry_session {
     double left_at;              /* monotonic */
 };
 
+struct serve_kernel;
+
+/* The end of an asynchronous start: status 0 with k ready, or an HTTP status
+ * with a sentence and k NULL (the kernel has gone). */
+typedef void (*registry_ready_fn)(void *arg, struct serve_kernel *k, int status,
+                                  const char *err);
+
+struct ready;
+
 struct serve_kernel {
     char id[MODEL_ID_LEN + 1];
     char name[64];
@@ -53,6 +62,14 @@ struct serve_kernel {
     struct client client;
     struct loop_watch *iopub_watch, *exit_watch;
     struct relay *relay; /* its stderr, with --log-format json */
+    /* While it starts (registry_start_async): the handshake, the shell
+     * socket's watch, the resend timer, and who waits. */
+    struct ready *ready;
+    struct loop_watch *shell_watch;
+    lws_sorted_usec_list_t start_timer;
+    double start_deadline, poke_interval;
+    registry_ready_fn ready_fn;
+    void *ready_arg;
     /* The replay ring: the last iopub messages, oldest first. */
     struct registry_replay_item *ring;
     size_t ring_start, ring_len, ring_bytes;
@@ -86,7 +103,7 @@ struct registry {
     void (*on_dead)(void *arg, struct serve_kernel *k);
     void (*on_gone)(void *arg, struct serve_kernel *k);
     void *hook_arg;
-    unsigned long started, culled, died;
+    unsigned long started, culled, died, spawned;
     /* From the kernels' iopub: cells run (execute_input), cells ended by the
      * time limit (TimeoutError), workers lost (WorkerDied), of which to the
      * memory limit (its evalue says memory). */
@@ -107,6 +124,17 @@ void registry_release(struct registry *r);
  * 500) with a sentence in err. */
 int registry_start(struct registry *r, const char *name, const json_t *env,
                    struct serve_kernel **out, char *err, size_t errlen);
+
+/* As registry_start, without waiting: 0 with *out borrowed, in state
+ * "starting" (listed, and removable), and fn(arg, ...) called once from
+ * the loop when it is ready or has failed; or an HTTP status with err (fn
+ * is then not called). */
+int registry_start_async(struct registry *r, const char *name, const json_t *env,
+                         registry_ready_fn fn, void *arg, struct serve_kernel **out,
+                         char *err, size_t errlen);
+
+/* Whoever waits for k's start has gone: fn is not called. */
+void registry_forget_waiter(struct serve_kernel *k);
 
 /* The kernel of id, or NULL. */
 struct serve_kernel *registry_find(struct registry *r, const char *id);

@@ -4,7 +4,10 @@
 #define SANDPIT_SERVE_RESP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+struct serve_kernel;
 
 struct routes_resp {
     int status;
@@ -14,6 +17,13 @@ struct routes_resp {
     size_t raw_len;
     const char *content_type;
     char location[160];
+    /* Set by http.c: how an answer that must wait (a kernel that starts)
+     * reaches it later. A handler that defers sets pending, and
+     * pending_kernel to the kernel whose start it waits for. */
+    void (*defer_fn)(void *arg, struct serve_kernel *k, int status, const char *err);
+    void *defer_arg;
+    bool pending;
+    struct serve_kernel *pending_kernel;
 };
 
 /* out becomes the error status with message ({"reason", "message"}). */

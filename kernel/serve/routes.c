@@ -133,11 +133,28 @@ static void create_kernel(struct serve *s, const char *body, size_t len,
     }
     char err[1200];
     struct serve_kernel *k;
-    int status = registry_start(&s->reg, json_string_value(name),
-                                json_object_get(req, "env"), &k, err, sizeof err);
+    const json_t *env = json_object_get(req, "env");
+    int status =
+        out->defer_fn
+            ? registry_start_async(&s->reg, json_string_value(name), env, out->defer_fn,
+                                   out->defer_arg, &k, err, sizeof err)
+            : registry_start(&s->reg, json_string_value(name), env, &k, err, sizeof err);
     json_decref(req);
     if (status) {
         routes_error(out, status, err);
+    } else if (out->defer_fn) {
+        out->pending = true; /* answered by routes_kernel_started */
+        out->pending_kernel = k;
+    } else {
+        routes_kernel_started(out, k, 0, NULL);
+    }
+}
+
+void routes_kernel_started(struct routes_resp *out, struct serve_kernel *k, int status,
+                           const char *err)
+{
+    if (!k) {
+        routes_error(out, status ? status : 500, err);
         return;
     }
     snprintf(out->location, sizeof out->location, "/api/kernels/%s", k->id);
@@ -163,12 +180,14 @@ static void one_kernel(struct serve *s, const char *method, char **seg, int n,
     } else if (n == 4 && strcmp(seg[3], "interrupt") == 0 &&
                strcmp(method, "POST") == 0) {
         if (registry_interrupt(k))
-            routes_error(out, 409, "the kernel cannot be interrupted: it is dead");
+            routes_error(out, 409,
+                         k->dead_at ? "the kernel cannot be interrupted: it is dead"
+                                    : "the kernel is starting");
         else
             out->status = 204;
     } else if (n == 4 && strcmp(seg[3], "restart") == 0 && strcmp(method, "POST") == 0) {
         if (registry_restart(k, err, sizeof err))
-            routes_error(out, 500, err);
+            routes_error(out, k->dead_at || k->ready ? 409 : 500, err);
         else
             reply(out, 200, registry_model(k));
     } else if (n == 4 && strcmp(seg[3], "channels") == 0) {

@@ -223,3 +223,47 @@ def test_metrics_count_cells_and_time_limits():
         assert s.request("GET", "/metrics", token=False)[0] == 401
     finally:
         s.stop()
+
+
+def slow_venv(tmp_path, seconds):
+    """A virtual environment whose module slowstart takes seconds to import:
+    with --preload slowstart, each kernel takes that long to start."""
+    import sys
+    site = tmp_path / "venv" / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages"
+    site.mkdir(parents=True)
+    (site / "slowstart.py").write_text("import time\ntime.sleep(%d)\n" % seconds)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    return str(tmp_path / "venv")
+
+
+def test_the_server_serves_while_a_kernel_starts(tmp_path):
+    s = Server("--venv", slow_venv(tmp_path, 3), "--preload", "slowstart")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first = s.start_kernel()["id"]  # waits for the slow start
+            pending = pool.submit(s.call, "POST", "/api/kernels", {})
+            # Meanwhile: the kernel is listed as starting, and the first one runs cells.
+            starting = wait_for(lambda: [k for k in s.call("GET", "/api/kernels")[1]
+                                         if k["execution_state"] == "starting"], 10)
+            assert len(starting) == 1 and not pending.done()
+            ws = ws_connect(s, first)
+            try:
+                assert stdout_text(run(ws, "print('meanwhile')")) == "meanwhile\n"
+            finally:
+                ws.close()
+            assert not pending.done()
+            assert s.call("POST", "/api/kernels/%s/interrupt" % starting[0]["id"])[0] == 409
+            status, model = pending.result(60)
+            assert status == 201 and model["id"] == starting[0]["id"]
+            assert model["execution_state"] == "idle"
+            # A kernel deleted while it starts: its request is answered, it is gone.
+            pending = pool.submit(s.call, "POST", "/api/kernels", {})
+            starting = wait_for(lambda: [k for k in s.call("GET", "/api/kernels")[1]
+                                         if k["execution_state"] == "starting"], 10)
+            assert s.call("DELETE", "/api/kernels/" + starting[0]["id"])[0] == 204
+            status, body = pending.result(60)
+            assert status == 500 and "shut down" in body["message"]
+            assert s.call("GET", "/api/kernels/" + starting[0]["id"])[0] == 404
+            assert len(s.call("GET", "/api/kernels")[1]) == 2
+    finally:
+        s.stop()
