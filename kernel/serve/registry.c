@@ -247,6 +247,7 @@ static int prepare(struct registry *r, const char *name, const json_t *env,
     launch_init(&k->proc);
     snprintf(k->name, sizeof k->name, "%s", name && *name ? name : REGISTRY_KERNEL_NAME);
     snprintf(k->state, sizeof k->state, "starting");
+    registry_touch(k);
     int status = take_env(env, kenv, k->user, sizeof k->user, err, errlen);
     if (!status)
         status = choose_workspace(r, k->user, ws, err, errlen);
@@ -634,7 +635,7 @@ static void on_exit_fd(void *arg)
 
 static bool cull_due(const struct registry *r, const struct serve_kernel *k, double now)
 {
-    if (r->cull_idle_s <= 0 || k->dead_at)
+    if (r->cull_idle_s <= 0 || k->dead_at || k->ready)
         return false;
     if (strcmp(k->state, "busy") == 0 && !r->cull_busy)
         return false;

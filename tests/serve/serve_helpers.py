@@ -34,22 +34,33 @@ class Server:
     """A `sandpit serve` process; stop() ends it (SIGTERM, then SIGKILL)."""
 
     def __init__(self, *args, token=TOKEN, cwd=None, env=None):
-        self.port = free_port()
         self.token = token
         self.own_cwd = cwd is None
         self.cwd = cwd or tempfile.mkdtemp(prefix="sandpit-serve-")
         self.saved_log = None
-        self.errlog = tempfile.NamedTemporaryFile(prefix="sandpit-serve-log-", delete=False)
-        argv = [SANDPIT, "serve", "--port", str(self.port)]
-        if token is not None:
-            argv += ["--token", token]
         e = dict(os.environ)
         e.pop("JUPYTER_TOKEN", None)
         e.update(env or {})
-        self.proc = subprocess.Popen(argv + list(args), cwd=self.cwd, env=e,
-                                     stdout=subprocess.DEVNULL, stderr=self.errlog)
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.wait_ready()
+        # A free port may be taken by another process before the server binds
+        # it: then again with another, a few times.
+        for attempt in range(5):
+            self.port = free_port()
+            self.errlog = tempfile.NamedTemporaryFile(prefix="sandpit-serve-log-",
+                                                      delete=False)
+            argv = [SANDPIT, "serve", "--port", str(self.port)]
+            if token is not None:
+                argv += ["--token", token]
+            self.proc = subprocess.Popen(argv + list(args), cwd=self.cwd, env=e,
+                                         stdout=subprocess.DEVNULL, stderr=self.errlog)
+            self.base = "http://127.0.0.1:%d" % self.port
+            try:
+                self.wait_ready()
+                return
+            except AssertionError:
+                if attempt == 4 or "cannot listen" not in self.log():
+                    raise
+                self.proc.wait(10)
+                os.unlink(self.errlog.name)
 
     def log(self):
         if self.saved_log is not None:
@@ -111,6 +122,8 @@ class Server:
             os.unlink(self.errlog.name)
             if self.own_cwd:
                 shutil.rmtree(self.cwd, ignore_errors=True)
+        # Under the sanitizers, a report from the server (or its kernels) fails.
+        assert "Sanitizer" not in self.saved_log, self.saved_log
         return self.proc.returncode
 
 
