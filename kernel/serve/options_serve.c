@@ -55,9 +55,12 @@ void serve_usage(FILE *f)
         "  --cull-busy            ... busy ones too; --cull-connected: with clients too\n"
         "  --max-connections-per-address N   at most N connections from one address\n"
         "                         at once (default %d)\n"
+        "  --ws-ping-interval S   ping a quiet WebSocket after S seconds, close it if "
+        "it\n"
+        "                         does not answer within 2S+10 (default %d)\n"
         "  --log-format F         text (default) or json, a JSON object a line\n\n"
         "kernel options (given to every kernel):\n",
-        SERVE_MAX_PER_ADDRESS);
+        SERVE_MAX_PER_ADDRESS, SERVE_WS_PING_S);
     options_usage(f);
 }
 
@@ -134,6 +137,7 @@ static int take(struct serve *s, int argc, char **argv, int *i, const char **tok
                                              "--cull-idle-timeout",
                                              "--log-format",
                                              "--max-connections-per-address",
+                                             "--ws-ping-interval",
                                              NULL};
     bool needs = false;
     for (int k = 0; with_value[k]; k++)
@@ -167,6 +171,8 @@ static int take(struct serve *s, int argc, char **argv, int *i, const char **tok
         rc = number(a, v, 0, 100000, &d, err, errlen), s->reg.max_kernels = (int)d;
     else if (strcmp(a, "--max-connections-per-address") == 0)
         rc = number(a, v, 1, 1000000, &d, err, errlen), c->max_per_address = (int)d;
+    else if (strcmp(a, "--ws-ping-interval") == 0)
+        rc = number(a, v, 1, 3600, &d, err, errlen), c->ws_ping_s = (int)d;
     else if (strcmp(a, "--cull-idle-timeout") == 0)
         rc = number(a, v, 0, 1e9, &s->reg.cull_idle_s, err, errlen);
     else if (strcmp(a, "--log-format") == 0) {
@@ -234,6 +240,7 @@ int serve_options_parse(struct serve *s, struct options *kopts, int argc, char *
     c->max_body = SERVE_MAX_BODY;
     c->max_ws_message = SERVE_MAX_WS_MESSAGE;
     c->max_per_address = SERVE_MAX_PER_ADDRESS;
+    c->ws_ping_s = SERVE_WS_PING_S;
     *generated = false;
     const char *token_file = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);

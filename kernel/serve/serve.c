@@ -85,6 +85,12 @@ static int make_context(struct serve *s, char *err, size_t errlen)
     info.alpn = "http/1.1";
     info.ssl_cert_filepath = s->cfg.certfile;
     info.ssl_private_key_filepath = s->cfg.keyfile;
+    /* A WebSocket quiet for a while is pinged, and closed if it does not
+     * answer: a client whose machine went away leaves nothing open. */
+    static lws_retry_bo_t idle;
+    idle.secs_since_valid_ping = (uint16_t)s->cfg.ws_ping_s;
+    idle.secs_since_valid_hangup = (uint16_t)(s->cfg.ws_ping_s * 2 + 10);
+    info.retry_and_idle_policy = &idle;
     if (!(s->vh = lws_create_vhost(s->ctx, &info)))
         return snprintf(err, errlen, "cannot listen on %s port %d", s->cfg.ip,
                         s->cfg.port),

@@ -19,6 +19,7 @@
 #define SERVE_MAX_WS_QUEUE    (64u << 20) /* bytes waiting for a slow client */
 #define SERVE_MAX_PER_ADDRESS 256         /* connections from one address */
 #define SERVE_LATENCY_BUCKETS 12
+#define SERVE_WS_PING_S       30 /* a quiet WebSocket is pinged after this */
 
 struct serve_config {
     const char *ip;
@@ -30,6 +31,7 @@ struct serve_config {
     bool log_json;
     size_t max_body, max_ws_message;
     int max_per_address;
+    int ws_ping_s; /* a quiet WebSocket is pinged after this long */
 };
 
 struct serve_metrics {

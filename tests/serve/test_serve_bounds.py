@@ -186,3 +186,32 @@ def test_https_and_wss(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_quiet_websocket_is_pinged_and_closed_when_it_does_not_answer():
+    import base64
+    s = Server("--ws-ping-interval", "1")
+    try:
+        kid = s.start_kernel()["id"]
+        c = socket.create_connection(("127.0.0.1", s.port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        c.sendall(("GET /api/kernels/%s/channels HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                   "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                   "Sec-WebSocket-Version: 13\r\nAuthorization: token %s\r\n\r\n"
+                   % (kid, s.port, key, s.token)).encode())
+        c.settimeout(10)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += c.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101")
+        rest = head.split(b"\r\n\r\n", 1)[1]
+        # A ping comes (opcode 9), and, unanswered, the connection ends.
+        deadline = time.monotonic() + 20
+        while not rest and time.monotonic() < deadline:
+            rest += c.recv(4096)
+        assert rest[:1] == b"\x89"
+        assert closed_within(c, 60)
+        c.close()
+        assert s.call("GET", "/api/kernels/" + kid)[1]["connections"] == 0
+    finally:
+        s.stop()
