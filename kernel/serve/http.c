@@ -30,6 +30,9 @@ struct http_req {
     struct lws *wsi;
     /* An answer that waits for a kernel to start, then for a writable turn. */
     struct serve_kernel *pending_kernel;
+    void (*finish)(struct serve *s, struct routes_resp *out, struct serve_kernel *k,
+                   int status, const char *err, const char *context);
+    char context[40];
     struct routes_resp deferred;
     bool has_deferred;
 };
@@ -181,7 +184,7 @@ static void on_started(void *arg, struct serve_kernel *k, int status, const char
     struct http_req *req = arg;
     req->pending_kernel = NULL;
     memset(&req->deferred, 0, sizeof req->deferred);
-    routes_kernel_started(&req->deferred, k, status, err);
+    req->finish(serve_of(req->wsi), &req->deferred, k, status, err, req->context);
     req->has_deferred = true;
     lws_callback_on_writable(req->wsi);
 }
@@ -199,6 +202,8 @@ static int handle(struct lws *wsi, struct serve_pss *pss)
                   req->path, req->body, req->body_len, &r);
     if (r.pending) {
         req->pending_kernel = r.pending_kernel;
+        req->finish = r.finish;
+        memcpy(req->context, r.context, sizeof req->context);
         lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* the start has its own bound */
         return 0;
     }

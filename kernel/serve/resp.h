@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct serve;
 struct serve_kernel;
 
 struct routes_resp {
@@ -24,6 +25,10 @@ struct routes_resp {
     void *defer_arg;
     bool pending;
     struct serve_kernel *pending_kernel;
+    /* ... and what makes the answer then, with context (a session's id). */
+    void (*finish)(struct serve *s, struct routes_resp *out, struct serve_kernel *k,
+                   int status, const char *err, const char *context);
+    char context[40];
 };
 
 /* out becomes the error status with message ({"reason", "message"}). */

@@ -143,16 +143,20 @@ static void create_kernel(struct serve *s, const char *body, size_t len,
     if (status) {
         routes_error(out, status, err);
     } else if (out->defer_fn) {
-        out->pending = true; /* answered by routes_kernel_started */
+        out->pending = true;
         out->pending_kernel = k;
+        out->finish = routes_kernel_started;
     } else {
-        routes_kernel_started(out, k, 0, NULL);
+        routes_kernel_started(s, out, k, 0, NULL, NULL);
     }
 }
 
-void routes_kernel_started(struct routes_resp *out, struct serve_kernel *k, int status,
-                           const char *err)
+void routes_kernel_started(struct serve *s, struct routes_resp *out,
+                           struct serve_kernel *k, int status, const char *err,
+                           const char *context)
 {
+    (void)s;
+    (void)context;
     if (!k) {
         routes_error(out, status ? status : 500, err);
         return;

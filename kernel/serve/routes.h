@@ -17,8 +17,9 @@ void routes_handle(struct serve *s, const char *method, const char *path,
                    const char *body, size_t len, struct routes_resp *out);
 
 /* The answer to POST /api/kernels once the kernel has started (k) or not
- * (k NULL, status and err). */
-void routes_kernel_started(struct routes_resp *out, struct serve_kernel *k, int status,
-                           const char *err);
+ * (k NULL, status and err); context is unused. */
+void routes_kernel_started(struct serve *s, struct routes_resp *out,
+                           struct serve_kernel *k, int status, const char *err,
+                           const char *context);
 
 #endif

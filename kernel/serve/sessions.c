@@ -110,7 +110,8 @@ static bool take_string(const json_t *o, const char *key, const char *fallback,
 /* The kernel the body's "kernel" asks for: an existing one by id, or a new
  * one by name. 0 with *out, or an HTTP status with err. */
 static int kernel_for(struct serve *s, const json_t *spec, const json_t *env,
-                      struct serve_kernel **out, char *err, size_t errlen)
+                      struct routes_resp *defer, struct serve_kernel **out, char *err,
+                      size_t errlen)
 {
     const char *id = json_string_value(json_object_get(spec, "id"));
     if (id) {
@@ -120,7 +121,37 @@ static int kernel_for(struct serve *s, const json_t *spec, const json_t *env,
         return *out ? 0 : 404;
     }
     const char *name = json_string_value(json_object_get(spec, "name"));
-    return registry_start(&s->reg, name, env, out, err, errlen);
+    if (!defer || !defer->defer_fn)
+        return registry_start(&s->reg, name, env, out, err, errlen);
+    int st = registry_start_async(&s->reg, name, env, defer->defer_fn, defer->defer_arg,
+                                  out, err, errlen);
+    if (!st) { /* answered by sessions_kernel_started */
+        defer->pending = true;
+        defer->pending_kernel = *out;
+        defer->finish = sessions_kernel_started;
+    }
+    return st;
+}
+
+void sessions_kernel_started(struct serve *s, struct routes_resp *out,
+                             struct serve_kernel *k, int status, const char *err,
+                             const char *context)
+{
+    struct serve_session *x = find(s, context);
+    if (!k || !x) {
+        if (x) {
+            unlink_session(s, x);
+            session_free(x);
+        }
+        routes_error(out, k ? 500 : status,
+                     k ? "the session was deleted while its kernel "
+                         "started"
+                       : err);
+        return;
+    }
+    json_decref(out->json);
+    out->json = session_json(s, x);
+    out->status = 201;
 }
 
 static void create(struct serve *s, json_t *body, struct routes_resp *out)
@@ -144,8 +175,8 @@ static void create(struct serve *s, json_t *body, struct routes_resp *out)
         }
     struct serve_kernel *k;
     int st = kernel_for(s, json_object_get(body, "kernel"),
-                        json_object_get(json_object_get(body, "kernel"), "env"), &k, err,
-                        sizeof err);
+                        json_object_get(json_object_get(body, "kernel"), "env"), out, &k,
+                        err, sizeof err);
     if (st) {
         routes_error(out, st, err);
         goto fail;
@@ -153,6 +184,10 @@ static void create(struct serve *s, json_t *body, struct routes_resp *out)
     snprintf(x->kernel_id, sizeof x->kernel_id, "%s", k->id);
     x->next = s->sessions;
     s->sessions = x;
+    if (out->pending) {
+        snprintf(out->context, sizeof out->context, "%s", x->id);
+        return;
+    }
     json_decref(out->json);
     out->json = session_json(s, x);
     out->status = 201;
@@ -175,7 +210,8 @@ static void patch(struct serve *s, struct serve_session *x, json_t *body,
     const json_t *spec = json_object_get(body, "kernel");
     if (json_is_object(spec)) {
         struct serve_kernel *k, *old = registry_find(&s->reg, x->kernel_id);
-        int st = kernel_for(s, spec, json_object_get(spec, "env"), &k, err, sizeof err);
+        int st =
+            kernel_for(s, spec, json_object_get(spec, "env"), NULL, &k, err, sizeof err);
         if (st) {
             routes_error(out, st, err);
             return;

@@ -18,6 +18,12 @@ void sessions_handle(struct serve *s, const char *method, const char *body, size
 /* The kernel k is going: the sessions on it go too. */
 void sessions_forget_kernel(struct serve *s, struct serve_kernel *k);
 
+/* The answer to POST /api/sessions once its new kernel has started (k) or
+ * not (k NULL, status, err); context is the session's id. */
+void sessions_kernel_started(struct serve *s, struct routes_resp *out,
+                             struct serve_kernel *k, int status, const char *err,
+                             const char *context);
+
 /* Frees every session. */
 void sessions_release(struct serve *s);
 

@@ -267,3 +267,21 @@ def test_the_server_serves_while_a_kernel_starts(tmp_path):
             assert len(s.call("GET", "/api/kernels")[1]) == 2
     finally:
         s.stop()
+
+
+def test_a_session_waits_for_its_kernel_without_stopping_the_server(tmp_path):
+    s = Server("--venv", slow_venv(tmp_path, 3), "--preload", "slowstart")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(s.call, "POST", "/api/sessions",
+                                  {"path": "n.ipynb", "type": "notebook",
+                                   "kernel": {"name": "sandpit"}})
+            listed = wait_for(lambda: s.call("GET", "/api/sessions")[1], 10)
+            assert listed[0]["kernel"]["execution_state"] == "starting"
+            assert not pending.done()
+            status, session = pending.result(60)
+            assert status == 201 and session["id"] == listed[0]["id"]
+            assert session["kernel"]["execution_state"] == "idle"
+            assert s.call("DELETE", "/api/sessions/" + session["id"])[0] == 204
+    finally:
+        s.stop()
