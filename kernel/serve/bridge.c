@@ -23,6 +23,9 @@
 #include "kernel/util/log.h"
 
 #define CHANNELS_SUFFIX "/channels"
+/* WebSocket clients of one kernel: each takes three sockets of the kernel's
+ * ZeroMQ context, which has room for 1,023. */
+#define BRIDGE_MAX_CLIENTS 256
 
 struct frame {
     struct frame *next;
@@ -114,8 +117,10 @@ static int filter(struct lws *wsi)
 {
     struct serve *s = serve_of(wsi);
     const struct lws_protocols *p = lws_get_protocol(wsi);
+    struct serve_kernel *k = NULL;
     bool ok = p && strcmp(p->name, LOOP_PROTOCOL) != 0 && http_authorised(wsi) &&
-              origin_allowed(wsi) && kernel_of(wsi);
+              origin_allowed(wsi) && (k = kernel_of(wsi)) &&
+              k->connections < BRIDGE_MAX_CLIENTS;
     if (!ok)
         s->metrics.ws_rejected++;
     return ok ? 0 : 1;
@@ -251,8 +256,11 @@ static int establish(struct lws *wsi, struct serve_pss *pss)
         snprintf(c->session_id, sizeof c->session_id, "%s", v);
     snprintf(routing, sizeof routing, "ws-%llu-%s", ++counter, c->session_id);
     pss->conn = c;
-    if (open_slots(c, routing))
+    if (open_slots(c, routing)) {
+        close_slots(c);
+        c->k = NULL; /* not attached: nothing to detach at its close */
         return -1;
+    }
     c->next = k->bridge;
     k->bridge = c;
     k->connections++;

@@ -5,6 +5,7 @@ comm, clients sharing a kernel, and the iopub a reconnecting session missed."""
 
 import json
 import struct
+import time
 import uuid
 
 import pytest
@@ -209,3 +210,40 @@ def test_a_message_over_the_bound_closes_the_websocket(server, kernel_id):
         assert stdout_text(msgs) == "1\n"
     finally:
         ws.close()
+
+
+def test_many_clients_of_one_kernel_are_counted_right():
+    # Each client takes three ZeroMQ sockets of the kernel's context, which has
+    # room for about a thousand: past 256 clients, upgrades are refused, and
+    # none is miscounted.
+    s = Server("--max-connections-per-address", "2000")
+    socks = []
+    try:
+        kid = s.start_kernel()["id"]
+        refused = 0
+        for _ in range(300):
+            try:
+                socks.append(ws_connect(s, kid))
+            except (websocket.WebSocketException, OSError):
+                refused += 1
+        assert len(socks) == 256 and refused == 44
+        assert s.call("GET", "/api/kernels/" + kid)[1]["connections"] == 256
+        for w in socks:
+            w.close()
+        socks = []
+        deadline = time.monotonic() + 30
+        while (s.call("GET", "/api/kernels/" + kid)[1]["connections"] != 0 and
+               time.monotonic() < deadline):
+            time.sleep(0.1)
+        assert s.call("GET", "/api/kernels/" + kid)[1]["connections"] == 0
+        ws = ws_connect(s, kid)
+        try:
+            msgs = run(ws, "print('ok')", lambda w, m: w.send(json.dumps(m)),
+                       lambda w: json.loads(w.recv()))
+            assert stdout_text(msgs) == "ok\n"
+        finally:
+            ws.close()
+    finally:
+        for w in socks:
+            w.close()
+        s.stop()
