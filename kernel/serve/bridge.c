@@ -62,6 +62,7 @@ struct bridge_conn {
 bool bridge_handles(enum lws_callback_reasons reason)
 {
     switch (reason) {
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
     case LWS_CALLBACK_ESTABLISHED:
     case LWS_CALLBACK_RECEIVE:
@@ -113,14 +114,40 @@ static bool origin_allowed(struct lws *wsi)
     return auth_origin_ok(origin, host, serve_of(wsi)->cfg.allow_origin);
 }
 
+/* Whether the upgrade on wsi may go on: 0, or the HTTP status that refuses
+ * it (401 without the token, 403 from an origin not allowed, 404 for a
+ * kernel this server does not have, 503 for one with all the clients it
+ * takes), so that a client, or a load balancer trying instances in turn,
+ * can tell why. */
+static int upgrade_refusal(struct lws *wsi)
+{
+    struct serve_kernel *k;
+    if (!http_authorised(wsi))
+        return 401;
+    if (!origin_allowed(wsi))
+        return 403;
+    if (!(k = kernel_of(wsi)))
+        return 404;
+    return k->connections < BRIDGE_MAX_CLIENTS ? 0 : 503;
+}
+
+/* Before the upgrade is answered: a refusal is an HTTP answer. lws takes a
+ * positive return as "answered here". */
+static int confirm(struct lws *wsi)
+{
+    int status = upgrade_refusal(wsi);
+    if (!status)
+        return 0;
+    serve_of(wsi)->metrics.ws_rejected++;
+    return lws_return_http_status(wsi, (unsigned int)status, model_reason(status)) ? -1
+                                                                                   : 1;
+}
+
 static int filter(struct lws *wsi)
 {
     struct serve *s = serve_of(wsi);
     const struct lws_protocols *p = lws_get_protocol(wsi);
-    struct serve_kernel *k = NULL;
-    bool ok = p && strcmp(p->name, LOOP_PROTOCOL) != 0 && http_authorised(wsi) &&
-              origin_allowed(wsi) && (k = kernel_of(wsi)) &&
-              k->connections < BRIDGE_MAX_CLIENTS;
+    bool ok = p && strcmp(p->name, LOOP_PROTOCOL) != 0 && upgrade_refusal(wsi) == 0;
     if (!ok)
         s->metrics.ws_rejected++;
     return ok ? 0 : 1;
@@ -386,6 +413,8 @@ int bridge_callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 {
     struct serve_pss *pss = user;
     switch (reason) {
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+        return confirm(wsi);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         return filter(wsi);
     case LWS_CALLBACK_ESTABLISHED:

@@ -124,8 +124,12 @@ static int take_env(const json_t *env, char ***out, char *user, size_t ulen, cha
     json_object_foreach((json_t *)env, key, val)
     {
         const char *s = json_string_value(val);
-        if (!s || !env_name_ok(key))
+        if (!env_name_ok(key))
             continue;
+        if (!s) {
+            free_env(v);
+            return errbuf_set(400, err, errlen, "env: %.128s must be a string", key);
+        }
         size_t slen = json_string_length(val);
         if (n == REGISTRY_ENV_MAX || slen != strlen(s) || slen > REGISTRY_ENV_VALUE_MAX) {
             free_env(v);

@@ -89,6 +89,8 @@ def test_bad_requests_are_json_errors(server):
         ("GET", "/api/kernels/00000000-0000-4000-8000-000000000000", None, 404),
         ("GET", "/api/nothing", None, 404),
         ("PUT", "/api/kernels", b"{}", 405),
+        ("POST", "/api/kernels", {"env": {"KERNEL_X": 5}}, 400),
+        ("POST", "/api/kernels", {"env": ["KERNEL_X"]}, 400),
     ]:
         status, raw = server.request(method, path, body)
         assert status == want, (method, path, status, raw)
@@ -122,16 +124,24 @@ def test_cells_run_over_the_legacy_websocket(server):
     server.call("DELETE", "/api/kernels/" + kid)
 
 
+def refused_with(fn):
+    with pytest.raises(websocket.WebSocketBadStatusException) as e:
+        fn()
+    return e.value.status_code
+
+
 def test_the_websocket_needs_the_token_and_an_allowed_origin(server):
+    """Refused with an HTTP status that says why, as REST is."""
     kid = server.start_kernel()["id"]
-    with pytest.raises(websocket.WebSocketException):
-        ws_connect(server, kid, token=False)
-    with pytest.raises(websocket.WebSocketException):
-        ws_connect(server, kid, token=False, headers=["Authorization: token wrong"])
-    with pytest.raises(websocket.WebSocketException):
-        ws_connect(server, kid, origin="http://evil.example")
-    with pytest.raises(websocket.WebSocketException):
-        ws_connect(server, "00000000-0000-4000-8000-000000000000")
+    assert refused_with(lambda: ws_connect(server, kid, token=False)) == 401
+    assert refused_with(lambda: ws_connect(server, kid, token=False,
+                                           headers=["Authorization: token wrong"])) == 401
+    assert refused_with(lambda: ws_connect(server, kid, origin="http://evil.example")) == 403
+    assert refused_with(lambda: ws_connect(
+        server, "00000000-0000-4000-8000-000000000000")) == 404
+    assert refused_with(lambda: ws_connect(server, "not-a-uuid")) == 404
+    assert refused_with(lambda: ws_connect(server, kid, subprotocols=[
+        "v1.kernel.websocket.jupyter.org"], origin="http://evil.example")) == 403
     ws = ws_connect(server, kid, origin="http://127.0.0.1:%d" % server.port)
     ws.close()
     server.call("DELETE", "/api/kernels/" + kid)
