@@ -25,7 +25,7 @@ BUILD    := build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
-PKGS     := libzmq jansson libcrypto libseccomp sqlite3 libxml-2.0
+PKGS     := libzmq jansson libcrypto libseccomp sqlite3 libxml-2.0 libwebsockets
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Python's headers are not ours to keep warning-free: include them as system ones.
@@ -198,7 +198,7 @@ $(BUILD)/bench-client: $(BUILD)/tests/bench/bench_client.o $(CLIENT_OBJ) $(PROTO
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
 DEB_BUILD := gcc make pkg-config libzmq3-dev libjansson-dev libssl-dev libseccomp-dev \
-             libsqlite3-dev libxml2-dev python3-dev clang-format
+             libsqlite3-dev libxml2-dev python3-dev clang-format libwebsockets-dev
 # clang and its runtime build the fuzz harnesses (libFuzzer), for the tests only.
 DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client python3-jupyter-kernel-test \
              python3-zmq python3-ipykernel python3-nbclient python3-nbformat \

@@ -25,6 +25,7 @@
 #include "kernel/cmd/kernelspecs.h"
 #include "kernel/util/log.h"
 #include "kernel/options.h"
+#include "kernel/serve/serve.h"
 #include "kernel/supervisor/worker_lifecycle.h"
 #include "kernel/supervisor/supervisor.h"
 #include "kernel/version.h"
@@ -54,6 +55,8 @@ static void usage(FILE *f)
         "  sandpit run [CODE | -f FILE] [--json] ...   (sandpit run --help)\n"
         "  sandpit status [--json] | sandpit stop\n"
         "  sandpit mcp [--workspace DIR] [--profile default|agent] [options]\n"
+        "  sandpit serve [--ip ADDR] [--port N] [--token T] ...   (sandpit serve "
+        "--help)\n"
         "  sandpit --version\n\n"
         "Exit status: 0 on success, 1 when the command failed, 2 for a wrong command\n"
         "line (sandpit run: 1 when the cell failed, 2 when it could not run).\n\n"
@@ -180,6 +183,8 @@ int main(int argc, char **argv)
         return kernelspecs_uninstall_main(argc - 1, argv + 1);
     if (strcmp(cmd, "list") == 0)
         return kernelspecs_list_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0)
+        return serve_main(argc - 1, argv + 1);
     if (strcmp(cmd, "check-sandbox") == 0)
         return check_sandbox_main(argc - 1, argv + 1);
     int client_status = commands_main(cmd, argc - 1, argv + 1, SANDPIT_VERSION);

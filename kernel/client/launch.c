@@ -93,20 +93,36 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
-/* The environment the kernel gets: ours, with JPY_PARENT_PID set to parent
- * (a kernel exits when that process dies) or removed (0). New array. */
-static char **kernel_environment(pid_t parent)
+/* Whether the variable entry "NAME=value" is named in extra's entries. */
+static bool env_named(const char *entry, char *const *extra)
 {
-    size_t n = 0;
+    size_t n = strcspn(entry, "=");
+    for (size_t i = 0; extra && extra[i]; i++)
+        if (strncmp(extra[i], entry, n) == 0 && extra[i][n] == '=')
+            return true;
+    return false;
+}
+
+/* The environment the kernel gets: ours, with JPY_PARENT_PID set to parent
+ * (a kernel exits when that process dies) or removed (0), and the entries of
+ * extra (may be NULL) in place of ours of the same names. New array. */
+static char **kernel_environment(pid_t parent, char *const *extra)
+{
+    size_t n = 0, nextra = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 2, sizeof *env);
+    while (extra && extra[nextra])
+        nextra++;
+    char **env = calloc(n + nextra + 2, sizeof *env);
     size_t k = 0;
     if (!env)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0)
+        if (strncmp(environ[i], "JPY_PARENT_PID=", 15) != 0 &&
+            !env_named(environ[i], extra))
             env[k++] = environ[i];
+    for (size_t i = 0; i < nextra; i++)
+        env[k++] = extra[i];
     if (parent > 0) {
         static char jpy[48];
         snprintf(jpy, sizeof jpy, "JPY_PARENT_PID=%d", (int)parent);
@@ -221,11 +237,17 @@ static pid_t fork_kernel(char **argv, char **env, bool child, struct start_fds *
 int launch_start(struct launched *k, char ***argvp, bool child, const char *log_path,
                  char *err, size_t errlen)
 {
+    return launch_start_env(k, argvp, child, log_path, NULL, err, errlen);
+}
+
+int launch_start_env(struct launched *k, char ***argvp, bool child, const char *log_path,
+                     char *const *extra_env, char *err, size_t errlen)
+{
     char **argv = *argvp;
     *argvp = NULL;
     struct start_fds f = {-1, -1, {-1, -1}, {-1, -1}};
     int rc = 0;
-    char **env = kernel_environment(child ? getpid() : 0);
+    char **env = kernel_environment(child ? getpid() : 0, extra_env);
     if (k->pidfd >= 0)
         close(k->pidfd);
     k->pidfd = -1;

@@ -36,6 +36,12 @@ int launch_self(char *buf, size_t len);
 int launch_start(struct launched *k, char ***argv, bool child, const char *log_path,
                  char *err, size_t errlen);
 
+/* launch_start, with the "NAME=value" entries of extra_env (NULL-terminated;
+ * may be NULL; borrowed) in the kernel's environment in place of ours of the
+ * same names (`sandpit serve`: the KERNEL_* variables a client asked for). */
+int launch_start_env(struct launched *k, char ***argv, bool child, const char *log_path,
+                     char *const *extra_env, char *err, size_t errlen);
+
 /* Attaches to a kernel we did not start in this process (from a state file):
  * copies argv (may be NULL) and opens a pidfd. 0 or -errno. */
 int launch_attach(struct launched *k, pid_t pid, char *const *argv, const char *log_path);

@@ -1,0 +1,308 @@
+/* http: requests and answers (http.h).
+ *
+ * lws parses the request (its header space is bounded by the context's
+ * max_http_header_data, its path decoded and stripped of "..") and calls
+ * here in steps: the request line and headers, the body in pieces, the end
+ * of the body, and "writable" when the answer may go. The body is kept up
+ * to the server's bound; a Content-Length above it is answered 413 before
+ * any of it is read, and a chunked body that grows past it ends the
+ * connection. */
+#include "kernel/serve/http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/serve/metrics.h"
+#include "kernel/serve/routes.h"
+#include "kernel/serve/server.h"
+#include "kernel/util/monotime.h"
+
+struct http_req {
+    char method[8];
+    char path[512];
+    char *body;
+    size_t body_len;
+    unsigned char *out; /* LWS_PRE bytes, then the body to write */
+    size_t out_len;
+    double started;
+    bool awaiting_body; /* lws reports a body's end for a POST without one too */
+    struct lws *wsi;
+    /* An answer that waits for a kernel to start, then for a writable turn. */
+    struct serve_kernel *pending_kernel;
+    void (*finish)(struct serve *s, struct routes_resp *out, struct serve_kernel *k,
+                   int status, const char *err, const char *context);
+    char context[40];
+    struct routes_resp deferred;
+    bool has_deferred;
+};
+
+bool http_handles(enum lws_callback_reasons reason)
+{
+    switch (reason) {
+    case LWS_CALLBACK_HTTP:
+    case LWS_CALLBACK_HTTP_BODY:
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+    case LWS_CALLBACK_CLOSED_HTTP:
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void req_free(struct serve_pss *pss)
+{
+    if (!pss || !pss->req)
+        return;
+    if (pss->req->pending_kernel)
+        registry_forget_waiter(pss->req->pending_kernel);
+    json_decref(pss->req->deferred.json);
+    free(pss->req->body);
+    free(pss->req->out);
+    free(pss->req);
+    pss->req = NULL;
+}
+
+static const char *method_of(struct lws *wsi)
+{
+    static const struct {
+        enum lws_token_indexes tok;
+        const char *name;
+    } methods[] = {
+        {WSI_TOKEN_GET_URI, "GET"},       {WSI_TOKEN_POST_URI, "POST"},
+        {WSI_TOKEN_DELETE_URI, "DELETE"}, {WSI_TOKEN_PATCH_URI, "PATCH"},
+        {WSI_TOKEN_PUT_URI, "PUT"},       {WSI_TOKEN_OPTIONS_URI, "OPTIONS"},
+        {WSI_TOKEN_HEAD_URI, "HEAD"},
+    };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (lws_hdr_total_length(wsi, methods[i].tok) > 0)
+            return methods[i].name;
+    return NULL;
+}
+
+bool http_authorised(struct lws *wsi)
+{
+    struct serve *s = serve_of(wsi);
+    char auth[AUTH_TOKEN_MAX + 32] = "", query[AUTH_TOKEN_MAX + 16];
+    int alen = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
+    bool have_auth =
+        alen > 0 && alen < (int)sizeof auth &&
+        lws_hdr_copy(wsi, auth, sizeof auth, WSI_TOKEN_HTTP_AUTHORIZATION) > 0;
+    const char *q = lws_get_urlarg_by_name(wsi, "token=", query, sizeof query);
+    bool ok = auth_request_ok(s->cfg.token, have_auth ? auth : NULL, q);
+    lws_explicit_bzero(auth, sizeof auth);
+    lws_explicit_bzero(query, sizeof query);
+    return ok;
+}
+
+static int add_header(struct lws *wsi, const char *name, const char *value,
+                      unsigned char **p, unsigned char *end)
+{
+    return lws_add_http_header_by_name(wsi, (const unsigned char *)name,
+                                       (const unsigned char *)value, (int)strlen(value),
+                                       p, end);
+}
+
+static int add_cors(struct lws *wsi, struct serve *s, unsigned char **p,
+                    unsigned char *end)
+{
+    if (!s->cfg.allow_origin)
+        return 0;
+    return add_header(wsi, "access-control-allow-origin:", s->cfg.allow_origin, p, end) ||
+           add_header(wsi, "access-control-allow-headers:",
+                      "Authorization, Content-Type, X-XSRFToken, X-Requested-With", p,
+                      end) ||
+           add_header(wsi, "access-control-allow-methods:",
+                      "GET, POST, PATCH, DELETE, OPTIONS", p, end);
+}
+
+/* Writes the answer's headers, and keeps its body for the writable turn. */
+static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r)
+{
+    struct serve *s = serve_of(wsi);
+    struct http_req *req = pss->req;
+    const unsigned char *data = r->raw;
+    size_t len = r->raw_len;
+    char *json = NULL;
+    if (r->json && !(json = json_dumps(r->json, JSON_COMPACT)))
+        r->status = 500;
+    if (json) {
+        data = (const unsigned char *)json;
+        len = strlen(json);
+    } else if (r->text) {
+        data = (const unsigned char *)r->text;
+        len = strlen(r->text);
+    }
+    const char *type = r->content_type ? r->content_type : "application/json";
+    if (r->status == 204)
+        len = 0;
+    unsigned char hbuf[LWS_PRE + 2048], *start = hbuf + LWS_PRE, *p = start,
+                                        *end = hbuf + sizeof hbuf - 1;
+    int rc = 0;
+    if (lws_add_http_common_headers(wsi, (unsigned int)r->status, type, len, &p, end) ||
+        add_header(wsi, "x-content-type-options:", "nosniff", &p, end) ||
+        add_header(wsi, "cache-control:", "no-store", &p, end) ||
+        add_header(wsi, "content-security-policy:", "default-src 'none'", &p, end) ||
+        (r->location[0] && add_header(wsi, "location:", r->location, &p, end)) ||
+        add_cors(wsi, s, &p, end) || lws_finalize_write_http_header(wsi, start, &p, end))
+        rc = -1;
+    if (!rc && len && strcmp(req->method, "HEAD") != 0) {
+        if (!(req->out = malloc(LWS_PRE + len))) {
+            rc = -1;
+        } else {
+            memcpy(req->out + LWS_PRE, data, len);
+            req->out_len = len;
+            lws_callback_on_writable(wsi);
+        }
+    }
+    metrics_observe(s, monotime_now() - req->started);
+    free(json);
+    free(r->text);
+    json_decref(r->json);
+    if (rc)
+        return -1;
+    if (!req->out_len) {
+        req_free(pss);
+        return lws_http_transaction_completed(wsi) ? -1 : 0;
+    }
+    return 0;
+}
+
+static int answer_error(struct lws *wsi, struct serve_pss *pss, int status,
+                        const char *message)
+{
+    struct routes_resp r = {0};
+    routes_error(&r, status, message);
+    return respond(wsi, pss, &r);
+}
+
+/* A kernel this request waited for has started, or not. */
+static void on_started(void *arg, struct serve_kernel *k, int status, const char *err)
+{
+    struct http_req *req = arg;
+    req->pending_kernel = NULL;
+    memset(&req->deferred, 0, sizeof req->deferred);
+    req->finish(serve_of(req->wsi), &req->deferred, k, status, err, req->context);
+    req->has_deferred = true;
+    lws_callback_on_writable(req->wsi);
+}
+
+static int handle(struct lws *wsi, struct serve_pss *pss)
+{
+    struct routes_resp r = {.defer_fn = on_started, .defer_arg = pss->req};
+    struct http_req *req = pss->req;
+    req->wsi = wsi;
+    if (strcmp(req->method, "OPTIONS") == 0) {
+        r.status = 204;
+        return respond(wsi, pss, &r);
+    }
+    routes_handle(serve_of(wsi), strcmp(req->method, "HEAD") == 0 ? "GET" : req->method,
+                  req->path, req->body, req->body_len, &r);
+    if (r.pending) {
+        req->pending_kernel = r.pending_kernel;
+        req->finish = r.finish;
+        memcpy(req->context, r.context, sizeof req->context);
+        lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* the start has its own bound */
+        return 0;
+    }
+    return respond(wsi, pss, &r);
+}
+
+static bool has_body(struct lws *wsi, const char *method)
+{
+    if (strcmp(method, "POST") && strcmp(method, "PATCH") && strcmp(method, "PUT"))
+        return false;
+    char te[32] = "";
+    if (lws_hdr_copy(wsi, te, sizeof te, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
+        return true;
+    char cl[32] = "";
+    return lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+           strtoull(cl, NULL, 10) > 0;
+}
+
+static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
+{
+    struct serve *s = serve_of(wsi);
+    req_free(pss);
+    const char *method = method_of(wsi);
+    if (!(pss->req = calloc(1, sizeof *pss->req)))
+        return -1;
+    pss->req->started = monotime_now();
+    snprintf(pss->req->method, sizeof pss->req->method, "%s", method ? method : "");
+    if (!method)
+        return answer_error(wsi, pss, 405, "method not allowed");
+    if (strlen(path) >= sizeof pss->req->path)
+        return answer_error(wsi, pss, 414, "the path is too long");
+    snprintf(pss->req->path, sizeof pss->req->path, "%s", path);
+    if (strcmp(method, "OPTIONS") != 0 && !http_authorised(wsi)) {
+        s->metrics.unauthorised++;
+        return answer_error(wsi, pss, 401, "a valid token is required");
+    }
+    char cl[32] = "";
+    if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+        strtoull(cl, NULL, 10) > s->cfg.max_body)
+        return answer_error(wsi, pss, 413, "the body is too large");
+    if (has_body(wsi, method)) {
+        pss->req->awaiting_body = true;
+        return 0; /* the body comes */
+    }
+    return handle(wsi, pss);
+}
+
+static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
+{
+    struct http_req *req = pss->req;
+    if (!req || !req->awaiting_body)
+        return req ? 0 : -1;
+    if (req->body_len + len > serve_of(wsi)->cfg.max_body)
+        return -1;
+    char *b = realloc(req->body, req->body_len + len + 1);
+    if (!b)
+        return -1;
+    memcpy(b + req->body_len, in, len);
+    req->body = b;
+    req->body_len += len;
+    b[req->body_len] = 0;
+    return 0;
+}
+
+int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                  size_t len)
+{
+    struct serve_pss *pss = user;
+    switch (reason) {
+    case LWS_CALLBACK_HTTP:
+        return begin(wsi, pss, in ? (const char *)in : "/");
+    case LWS_CALLBACK_HTTP_BODY:
+        return body_part(wsi, pss, in, len);
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        if (!pss->req || !pss->req->awaiting_body)
+            return 0; /* answered already */
+        pss->req->awaiting_body = false;
+        return handle(wsi, pss);
+    case LWS_CALLBACK_HTTP_WRITEABLE: {
+        struct http_req *req = pss ? pss->req : NULL;
+        if (req && req->has_deferred) {
+            struct routes_resp r = req->deferred;
+            memset(&req->deferred, 0, sizeof req->deferred);
+            req->has_deferred = false;
+            return respond(wsi, pss, &r);
+        }
+        if (!req || !req->out)
+            return 0;
+        int n = lws_write(wsi, req->out + LWS_PRE, req->out_len, LWS_WRITE_HTTP_FINAL);
+        req_free(pss);
+        if (n < 0)
+            return -1;
+        return lws_http_transaction_completed(wsi) ? -1 : 0;
+    }
+    case LWS_CALLBACK_CLOSED_HTTP:
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+        req_free(pss);
+        return 0;
+    default:
+        return 0;
+    }
+}

@@ -1,0 +1,277 @@
+/* options_serve: the command line of `sandpit serve` (options_serve.h).
+ *
+ * What must not slip: a token from the command line is visible to every
+ * user of the machine in /proc, so --token-file (or JUPYTER_TOKEN, as
+ * Jupyter reads it) is the way to give one on a shared machine; a token is
+ * checked to be printable and not empty; an address other than loopback
+ * needs TLS or an explicit --allow-insecure. */
+#include "kernel/serve/options_serve.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel/client/lifecycle.h"
+#include "protocol/errbuf.h"
+#include "sandbox/tfile.h"
+
+struct owned {
+    char *workspace, *workspaces;
+};
+static struct owned owned;
+
+void serve_usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: sandpit serve [--ip ADDR] [--port N] [--token T | --token-file F]\n"
+        "                     [--certfile F --keyfile F] [--allow-insecure]\n"
+        "                     [--allow-origin ORIGIN] [--workspace DIR | --workspaces "
+        "DIR]\n"
+        "                     [--max-kernels N] [--cull-idle-timeout S] [--cull-busy]\n"
+        "                     [--cull-connected] [--log-format text|json]\n"
+        "                     [--profile default|agent] [kernel options]\n\n"
+        "A kernel gateway: Jupyter's kernel API (REST and WebSocket, as Jupyter Kernel\n"
+        "Gateway serves it) on one port, each kernel a sandboxed sandpit kernel. Point\n"
+        "a front end at it with `jupyter server --gateway-url http://ADDR:PORT\n"
+        "--GatewayClient.auth_token T`, or use it from @jupyterlab/services.\n\n"
+        "  --ip ADDR              the address to listen on (default 127.0.0.1); any\n"
+        "                         other than loopback needs TLS or --allow-insecure\n"
+        "  --port N               the port (default 8888; 0: any free one)\n"
+        "  --token T              the token every request needs (as \"Authorization:\n"
+        "                         token T\", \"Bearer T\" or ?token=T); without it,\n"
+        "                         JUPYTER_TOKEN, else one is generated and printed\n"
+        "  --token-file F         the token, read from the file F\n"
+        "  --certfile F --keyfile F   serve HTTPS and WSS with this certificate\n"
+        "  --allow-insecure       allow an address other than loopback without TLS\n"
+        "  --allow-origin ORIGIN  the browser origin allowed (CORS and WebSocket), or *\n"
+        "  --workspace DIR        the kernels' workspace (default: this folder)\n"
+        "  --workspaces DIR       each KERNEL_USERNAME gets DIR/<user>, made 0700\n"
+        "  --max-kernels N        at most N kernels at once (0: no limit)\n"
+        "  --cull-idle-timeout S  end kernels idle for S seconds (0: never)\n"
+        "  --cull-busy            ... busy ones too; --cull-connected: with clients too\n"
+        "  --max-connections-per-address N   at most N connections from one address\n"
+        "                         at once (default %d)\n"
+        "  --ws-ping-interval S   ping a quiet WebSocket after S seconds, close it if "
+        "it\n"
+        "                         does not answer within 2S+10 (default %d)\n"
+        "  --log-format F         text (default) or json, a JSON object a line\n\n"
+        "kernel options (given to every kernel):\n",
+        SERVE_MAX_PER_ADDRESS, SERVE_WS_PING_S);
+    options_usage(f);
+}
+
+static int read_token_file(const char *path, char *out, size_t len, char *err,
+                           size_t errlen)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+             slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    int fd = tfile_open_root(dir);
+    char *text = NULL;
+    size_t n = 0;
+    int rc = fd < 0 ? fd : tfile_read(fd, base, 4096, &text, &n);
+    if (fd >= 0)
+        close(fd);
+    if (rc)
+        return errbuf_set(rc, err, errlen, "cannot read the token file %s: %s", path,
+                          tfile_strerror(rc));
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
+        text[--n] = 0;
+    rc = n < len ? 0 : -EINVAL;
+    if (!rc)
+        memcpy(out, text, n + 1);
+    lws_explicit_bzero(text, n);
+    free(text);
+    return rc ? errbuf_set(rc, err, errlen, "the token file holds too long a token") : 0;
+}
+
+static bool loopback(const char *ip)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, ip, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, ip, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6);
+    return strcmp(ip, "localhost") == 0;
+}
+
+static int number(const char *opt, const char *v, double lo, double hi, double *out,
+                  char *err, size_t errlen)
+{
+    char *end = NULL;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || !(d >= lo && d <= hi))
+        return errbuf_set(-EINVAL, err, errlen, "%s needs a number from %g to %g", opt,
+                          lo, hi);
+    *out = d;
+    return 0;
+}
+
+/* One server option at argv[*i] (its value after it); 0 when taken, 1 when
+ * it is not a server option, or -EINVAL. */
+static int take(struct serve *s, int argc, char **argv, int *i, const char **token_file,
+                char *err, size_t errlen)
+{
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    struct serve_config *c = &s->cfg;
+    double d;
+    int rc = 0;
+    static const char *const with_value[] = {"--ip",
+                                             "--port",
+                                             "--token",
+                                             "--token-file",
+                                             "--certfile",
+                                             "--keyfile",
+                                             "--allow-origin",
+                                             "--workspaces",
+                                             "--max-kernels",
+                                             "--cull-idle-timeout",
+                                             "--log-format",
+                                             "--max-connections-per-address",
+                                             "--ws-ping-interval",
+                                             NULL};
+    bool needs = false;
+    for (int k = 0; with_value[k]; k++)
+        needs |= strcmp(a, with_value[k]) == 0;
+    if (needs && !v)
+        return errbuf_set(-EINVAL, err, errlen, "%s needs a value", a);
+    if (strcmp(a, "--ip") == 0)
+        c->ip = v;
+    else if (strcmp(a, "--port") == 0)
+        rc = number(a, v, 0, 65535, &d, err, errlen), c->port = (int)d;
+    else if (strcmp(a, "--token") == 0) {
+        if (!auth_token_valid(v))
+            return errbuf_set(-EINVAL, err, errlen,
+                              "--token needs 1 to %d printable characters, no space",
+                              AUTH_TOKEN_MAX);
+        snprintf(c->token, sizeof c->token, "%s", v);
+    } else if (strcmp(a, "--token-file") == 0)
+        *token_file = v;
+    else if (strcmp(a, "--certfile") == 0)
+        c->certfile = v;
+    else if (strcmp(a, "--keyfile") == 0)
+        c->keyfile = v;
+    else if (strcmp(a, "--allow-origin") == 0)
+        c->allow_origin = v;
+    else if (strcmp(a, "--workspaces") == 0)
+        owned.workspaces = v ? realpath(v, NULL) : NULL,
+        rc = owned.workspaces ? 0
+                              : errbuf_set(-EINVAL, err, errlen,
+                                           "--workspaces: no such folder: %s", v);
+    else if (strcmp(a, "--max-kernels") == 0)
+        rc = number(a, v, 0, 100000, &d, err, errlen), s->reg.max_kernels = (int)d;
+    else if (strcmp(a, "--max-connections-per-address") == 0)
+        rc = number(a, v, 1, 1000000, &d, err, errlen), c->max_per_address = (int)d;
+    else if (strcmp(a, "--ws-ping-interval") == 0)
+        rc = number(a, v, 1, 3600, &d, err, errlen), c->ws_ping_s = (int)d;
+    else if (strcmp(a, "--cull-idle-timeout") == 0)
+        rc = number(a, v, 0, 1e9, &s->reg.cull_idle_s, err, errlen);
+    else if (strcmp(a, "--log-format") == 0) {
+        if (strcmp(v, "json") && strcmp(v, "text"))
+            return errbuf_set(-EINVAL, err, errlen, "--log-format is text or json");
+        c->log_json = strcmp(v, "json") == 0;
+    } else if (strcmp(a, "--allow-insecure") == 0)
+        c->allow_insecure = true, needs = false;
+    else if (strcmp(a, "--cull-busy") == 0)
+        s->reg.cull_busy = true;
+    else if (strcmp(a, "--cull-connected") == 0)
+        s->reg.cull_connected = true;
+    else
+        return 1;
+    if (needs)
+        (*i)++;
+    return rc;
+}
+
+static int check(struct serve *s, struct options *kopts, const char *token_file,
+                 bool *generated, char *err, size_t errlen)
+{
+    struct serve_config *c = &s->cfg;
+    if (!c->certfile != !c->keyfile)
+        return errbuf_set(-EINVAL, err, errlen, "--certfile and --keyfile go together");
+    if (!loopback(c->ip) && !c->certfile && !c->allow_insecure)
+        return errbuf_set(-EINVAL, err, errlen,
+                          "listening on %s needs TLS (--certfile, --keyfile) or "
+                          "--allow-insecure: the token would cross the network in clear",
+                          c->ip);
+    if (token_file && c->token[0])
+        return errbuf_set(-EINVAL, err, errlen, "--token and --token-file: give one");
+    int rc = token_file
+                 ? read_token_file(token_file, c->token, sizeof c->token, err, errlen)
+                 : 0;
+    if (rc)
+        return rc;
+    const char *env = getenv("JUPYTER_TOKEN");
+    if (!c->token[0] && env && auth_token_valid(env))
+        snprintf(c->token, sizeof c->token, "%s", env);
+    if (!c->token[0]) {
+        if ((rc = auth_token_generate(c->token, sizeof c->token)))
+            return errbuf_set(rc, err, errlen, "cannot make a token");
+        *generated = true;
+    }
+    if (!auth_token_valid(c->token))
+        return errbuf_set(-EINVAL, err, errlen,
+                          "the token must be 1 to %d printable characters, no space",
+                          AUTH_TOKEN_MAX);
+    char cwd[PATH_MAX];
+    const char *ws = kopts->workspace ? kopts->workspace : getcwd(cwd, sizeof cwd);
+    if (!ws || !(owned.workspace = realpath(ws, NULL)))
+        return errbuf_set(-EINVAL, err, errlen, "no such workspace: %s", ws ? ws : "?");
+    s->reg.workspace = owned.workspace;
+    s->reg.workspaces = owned.workspaces;
+    return 0;
+}
+
+int serve_options_parse(struct serve *s, struct options *kopts, int argc, char **argv,
+                        bool *generated, char *err, size_t errlen)
+{
+    struct serve_config *c = &s->cfg;
+    c->ip = "127.0.0.1";
+    c->port = 8888;
+    c->max_body = SERVE_MAX_BODY;
+    c->max_ws_message = SERVE_MAX_WS_MESSAGE;
+    c->max_per_address = SERVE_MAX_PER_ADDRESS;
+    c->ws_ping_s = SERVE_WS_PING_S;
+    *generated = false;
+    const char *token_file = NULL;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, rc = 0;
+    if (!rest)
+        return -ENOMEM;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc && !rc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            serve_usage(stdout);
+            free(rest);
+            return 1;
+        }
+        rc = take(s, argc, argv, &i, &token_file, err, errlen);
+        if (rc == 1) {
+            rest[nrest++] = argv[i];
+            rc = 0;
+        }
+    }
+    if (!rc)
+        rc = lifecycle_parse_kernel_options(kopts, "sandpit serve", nrest, rest, err, errlen);
+    free(rest);
+    if (!rc)
+        rc = check(s, kopts, token_file, generated, err, errlen);
+    return rc;
+}
+
+void serve_options_release(struct serve *s)
+{
+    (void)s;
+    free(owned.workspace);
+    free(owned.workspaces);
+    memset(&owned, 0, sizeof owned);
+}

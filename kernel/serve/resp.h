@@ -1,0 +1,37 @@
+/* resp: what a REST handler answers (routes.c, sessions.c), for http.c to
+ * write: a status and a body, JSON (new, http.c frees it) or bytes. */
+#ifndef SANDPIT_SERVE_RESP_H
+#define SANDPIT_SERVE_RESP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct serve;
+struct serve_kernel;
+
+struct routes_resp {
+    int status;
+    json_t *json;             /* the body, or NULL */
+    const unsigned char *raw; /* or raw bytes (borrowed, static) */
+    char *text;               /* or a text body (new) */
+    size_t raw_len;
+    const char *content_type;
+    char location[160];
+    /* Set by http.c: how an answer that must wait (a kernel that starts)
+     * reaches it later. A handler that defers sets pending, and
+     * pending_kernel to the kernel whose start it waits for. */
+    void (*defer_fn)(void *arg, struct serve_kernel *k, int status, const char *err);
+    void *defer_arg;
+    bool pending;
+    struct serve_kernel *pending_kernel;
+    /* ... and what makes the answer then, with context (a session's id). */
+    void (*finish)(struct serve *s, struct routes_resp *out, struct serve_kernel *k,
+                   int status, const char *err, const char *context);
+    char context[40];
+};
+
+/* out becomes the error status with message ({"reason", "message"}). */
+void routes_error(struct routes_resp *out, int status, const char *message);
+
+#endif
