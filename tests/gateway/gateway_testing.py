@@ -11,8 +11,7 @@ The tests run against `sandpit serve` (SANDPIT_BIN). With
 SANDPIT_GATEWAY_REFERENCE=1 in the environment they start a plain Jupyter
 Server instead (it serves the same kernel API, and runs the same sandpit
 kernelspec), which checks the tests themselves against the reference
-implementation; jupyter_server 1.23 predates the v1 subprotocol, so those
-tests fail there by design.
+implementation (1.23 has both protocols).
 """
 
 import json
