@@ -300,8 +300,8 @@ class WsKernel:
         return msg["header"]["msg_id"]
 
     def recv(self, timeout=LIMIT):
-        """The next message from the kernel (a dict with channel, msg_type and
-        buffers)."""
+        """The next message from the kernel (a dict with channel, msg_type,
+        buffers, and frame: the kind of WebSocket frame it came in)."""
         self.ws.settimeout(max(0.1, timeout))
         data = self.ws.recv()
         if isinstance(data, str):
@@ -312,6 +312,7 @@ class WsKernel:
         else:
             msg = unpack_legacy(data)
         msg.setdefault("msg_type", msg["header"].get("msg_type"))
+        msg["frame"] = "text" if isinstance(data, str) else "binary"
         return msg
 
     def next(self, where, timeout=LIMIT):
