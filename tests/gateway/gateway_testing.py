@@ -304,6 +304,9 @@ class WsKernel:
         buffers, and frame: the kind of WebSocket frame it came in)."""
         self.ws.settimeout(max(0.1, timeout))
         data = self.ws.recv()
+        if data in ("", b""):  # websocket-client's answer to a close frame
+            import websocket
+            raise websocket.WebSocketConnectionClosedException("the server closed")
         if isinstance(data, str):
             msg = json.loads(data)
             msg.setdefault("buffers", [])

@@ -446,11 +446,14 @@ def test_500_connections(serve):
 
 
 def test_idle_connections_do_not_starve_others(serve):
+    """200 silent connections from one address (127.0.0.2: the server may
+    bound connections per address) do not keep another address out."""
     socks = []
     try:
         for _ in range(200):
             try:
-                socks.append(socket.create_connection(("127.0.0.1", serve.port), timeout=20))
+                socks.append(socket.create_connection(("127.0.0.1", serve.port), timeout=20,
+                                                      source_address=("127.0.0.2", 0)))
             except OSError:
                 break
         # While 200 connections say nothing, a client with a request is served.
