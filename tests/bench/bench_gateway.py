@@ -18,6 +18,11 @@ them all small. Where the machine's free memory cannot hold as many
 ipykernels (about 100 MB each), Jupyter Server gets fewer, and the table says
 so. Nothing here asserts: this is a measurement; the JSON of every raw number
 goes to --json (build/bench-gateway.json).
+
+Jupyter Server 1.23 leaves Nagle's algorithm on for its WebSockets (tornado's
+set_nodelay is never called), so its small replies can wait for the client's
+delayed ACK (some 40 ms on Linux): its round trip here is what a client meets
+on it, not ipykernel's own (`make bench`'s first table has that).
 """
 
 import argparse
