@@ -88,6 +88,7 @@ class Server:
         deadline = time.monotonic() + START
         while True:
             if self.proc.poll() is not None:
+                self._log.close()
                 raise AssertionError("%s exited with %s:\n%s"
                                      % (self.kind, self.proc.returncode, self.log()))
             try:
@@ -166,17 +167,30 @@ class Server:
         self._log.close()
 
 
+def started(start, port):
+    """start(port) with the given port, or with a free one, tried again (three
+    times at most) when another process took that one first."""
+    for attempt in range(3):
+        try:
+            return start(port or free_port())
+        except AssertionError as e:
+            if port or attempt == 2 or "exited" not in str(e):
+                raise
+
+
 class SandpitServe(Server):
     """`sandpit serve --ip 127.0.0.1 --port N --token T [args]`."""
 
     kind = "sandpit-serve"
 
     def __init__(self, root, *args, token=None, port=None, env=None):
-        port = port or free_port()
         token = token or secrets.token_hex(16)
-        argv = [SANDPIT, "serve", "--ip", "127.0.0.1", "--port", str(port),
-                "--token", token, *args]
-        super().__init__(argv, root, port, token, env)
+
+        def start(p):
+            argv = [SANDPIT, "serve", "--ip", "127.0.0.1", "--port", str(p),
+                    "--token", token, *args]
+            Server.__init__(self, argv, root, p, token, env)
+        started(start, port)
 
 
 class JupyterServer(Server):
@@ -186,20 +200,23 @@ class JupyterServer(Server):
     kind = "jupyter-server"
 
     def __init__(self, root, *args, token=None, port=None, env=None):
-        port = port or free_port()
         token = token or secrets.token_hex(16)
         env = dict(env or os.environ)
         for var, sub in (("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_CONFIG_DIR", "config"),
                          ("IPYTHONDIR", "ipython")):
             os.makedirs(os.path.join(str(root), sub), exist_ok=True)
             env[var] = os.path.join(str(root), sub)
-        argv = [PYTHON, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
-                "--ServerApp.port=%d" % port, "--ServerApp.port_retries=0",
-                "--ServerApp.token=" + token, "--ServerApp.password=",
-                "--ServerApp.open_browser=False", "--ServerApp.root_dir=" + str(root), *args]
-        if os.geteuid() == 0:
-            argv.append("--ServerApp.allow_root=True")
-        super().__init__(argv, root, port, token, env)
+
+        def start(p):
+            argv = [PYTHON, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
+                    "--ServerApp.port=%d" % p, "--ServerApp.port_retries=0",
+                    "--ServerApp.token=" + token, "--ServerApp.password=",
+                    "--ServerApp.open_browser=False", "--ServerApp.root_dir=" + str(root),
+                    *args]
+            if os.geteuid() == 0:
+                argv.append("--ServerApp.allow_root=True")
+            Server.__init__(self, argv, root, p, token, env)
+        started(start, port)
 
 
 def gateway(root, *args, **kwargs):
