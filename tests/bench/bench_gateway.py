@@ -187,12 +187,16 @@ def measure(server, name, c, kernels):
     for kid in made:
         server.request("DELETE", "/api/kernels/" + kid)
     # Idle kernels: started, each answered a cell, then left alone.
-    kids = []
+    kids, r["start_errors"] = [], []
     t0 = time.perf_counter()
     for _ in range(kernels):
-        kid, _ = first_reply(server, name)
-        kids.append(kid)
+        try:
+            kid, _ = first_reply(server, name)
+            kids.append(kid)
+        except Exception as e:  # counted, and shown in the table
+            r["start_errors"].append(repr(e))
     r["start_all_s"] = time.perf_counter() - t0
+    r["kernels_idle"] = len(kids)
     time.sleep(5)
     pids = tree(server.proc.pid)
     r["server_pss_kb"] = pss_kb(server.proc.pid)
@@ -237,12 +241,15 @@ def table(res, c):
                  ratio(a, b), "at most a fifth"))
     a, b = p99(s["round_trip_s"]), p99(j["round_trip_s"])
     rows.append(("round trip of x = 1 (p99)", ms(a), ms(b), ratio(a, b), ""))
-    rows.append(("idle kernels", str(s["kernels_asked"]), str(j["kernels_asked"]), "", ""))
+    rows.append(("idle kernels (asked for, failed to start)",
+                 "%d (%d, %d)" % (s["kernels_idle"], s["kernels_asked"], len(s["start_errors"])),
+                 "%d (%d, %d)" % (j["kernels_idle"], j["kernels_asked"], len(j["start_errors"])),
+                 "", ""))
     rows.append(("their total PSS", mb(s["kernels_pss_kb"]), mb(j["kernels_pss_kb"]),
-                 ratio(s["kernels_pss_kb"] / max(1, s["kernels_asked"]),
-                       j["kernels_pss_kb"] / max(1, j["kernels_asked"])) + " per kernel", ""))
-    rows.append(("per kernel", mb(s["kernels_pss_kb"] / max(1, s["kernels_asked"])),
-                 mb(j["kernels_pss_kb"] / max(1, j["kernels_asked"])), "", ""))
+                 ratio(s["kernels_pss_kb"] / max(1, s["kernels_idle"]),
+                       j["kernels_pss_kb"] / max(1, j["kernels_idle"])) + " per kernel", ""))
+    rows.append(("per kernel", mb(s["kernels_pss_kb"] / max(1, s["kernels_idle"])),
+                 mb(j["kernels_pss_kb"] / max(1, j["kernels_idle"])), "", ""))
     rows.append(("the server's PSS", mb(s["server_pss_kb"]), mb(j["server_pss_kb"]), "", ""))
     a, b = p99(s["loaded_round_trip_s"]), p99(j["loaded_round_trip_s"])
     rows.append(("p99 round trip, %d clients a cell a second for %d s"
@@ -286,6 +293,9 @@ def main():
             try:
                 print("bench-gateway: %s, %d idle kernels..." % (key, n), flush=True)
                 res[key] = measure(server, name, c, n)
+            except Exception as e:
+                res[key + "_failure"] = repr(e)
+                print("bench-gateway: %s failed: %r\n%s" % (key, e, server.log()[-3000:]))
             finally:
                 server.stop()
     finally:
@@ -294,7 +304,10 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(res, f, indent=1)
-    print(table(res, c))
+    if "sandpit" in res and "jupyter" in res:
+        print(table(res, c))
+    else:
+        print("bench-gateway: no table (a server's run failed); see %s" % args.json)
     print("machine: %d cores, load %s before, %s after; raw figures in %s"
           % (os.cpu_count(), "%.2f" % res["machine"]["load"][0],
              "%.2f" % res["machine"]["load_after"][0], args.json))
