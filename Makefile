@@ -2,7 +2,8 @@
 #
 #   make demo      install what is missing, build, run the tour notebook
 #   make test      install what is missing, build, run every test
-#   make bench     sandpit, ipykernel and a null kernel side by side (build/bench.json)
+#   make bench     sandpit, ipykernel and a null kernel side by side (build/bench.json),
+#                  then sandpit serve beside Jupyter Server (build/bench-gateway.json)
 #   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
 #   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (the two programs; then `sandpit install`)
@@ -207,7 +208,7 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              python3-comm python3-ipywidgets python3-rich python3-pygments \
              jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
-             jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv \
+             jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv nginx-light \
              python3-cryptography python3-jinja2 python3-yaml
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
@@ -342,11 +343,14 @@ demo: deps
 	    --ExecutePreprocessor.kernel_name=sandpit --output-dir $(BUILD) --output tour
 	@echo "sandpit: the executed tour notebook is $(BUILD)/tour.ipynb"
 
-# A few minutes: sandpit, ipykernel and the null kernel (the floor), one table.
+# A few minutes: sandpit, ipykernel and the null kernel (the floor), one table;
+# then sandpit serve beside Jupyter Server (GATEWAY_BENCH_* counts: tests/bench/bench_gateway.py).
 bench: deps all $(BENCH_BINS)
 	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN)) \
 	    --null-kernel $(abspath $(BUILD)/bench-null-kernel) \
 	    --client $(abspath $(BUILD)/bench-client) --json $(BUILD)/bench.json
+	$(PYTHON) tests/bench/bench_gateway.py --sandpit $(abspath $(BIN)) \
+	    --json $(BUILD)/bench-gateway.json
 
 # The short soak (1,250 cells) is part of `make test` (tests/soak/test_soak.py).
 soak: deps all

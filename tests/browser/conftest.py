@@ -44,9 +44,10 @@ def _free_port():
 
 
 class NotebookServer:
-    """`python3 -m notebook` in a subprocess, its log in a file."""
+    """`python3 -m notebook` in a subprocess, its log in a file; extra_args
+    are more of its options (--gateway-url=..., say)."""
 
-    def __init__(self, root):
+    def __init__(self, root, extra_args=()):
         self.root = root
         self.dir = root / "notebooks"
         self.dir.mkdir()
@@ -66,7 +67,7 @@ class NotebookServer:
         argv = [PYTHON, "-m", "notebook", "--no-browser", "--ip=127.0.0.1",
                 "--port=%d" % self.port, "--port-retries=0",
                 "--NotebookApp.token=" + self.token, "--NotebookApp.password=",
-                "--notebook-dir=" + str(self.dir)]
+                "--notebook-dir=" + str(self.dir), *extra_args]
         if os.geteuid() == 0:
             argv.append("--allow-root")
         self._log = open(self.log_path, "wb")
