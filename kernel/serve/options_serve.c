@@ -261,7 +261,8 @@ int serve_options_parse(struct serve *s, struct options *kopts, int argc, char *
         }
     }
     if (!rc)
-        rc = lifecycle_parse_kernel_options(kopts, "sandpit serve", nrest, rest, err, errlen);
+        rc = lifecycle_parse_kernel_options(kopts, "sandpit serve", nrest, rest, err,
+                                            errlen);
     free(rest);
     if (!rc)
         rc = check(s, kopts, token_file, generated, err, errlen);
