@@ -57,10 +57,15 @@ class Server:
                 self.wait_ready()
                 return
             except AssertionError:
-                if attempt == 4 or "cannot listen" not in self.log():
-                    raise
+                retry = attempt < 4 and "cannot listen" in self.log()
+                if self.proc.poll() is None:
+                    self.proc.kill()
                 self.proc.wait(10)
                 os.unlink(self.errlog.name)
+                if not retry:
+                    if self.own_cwd:
+                        shutil.rmtree(self.cwd, ignore_errors=True)
+                    raise
 
     def log(self):
         if self.saved_log is not None:
