@@ -10,11 +10,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernel/client/lifecycle.h"
+#include "kernel/util/flags.h"
 #include "protocol/errbuf.h"
 #include "sandbox/tfile.h"
 
@@ -116,80 +118,98 @@ static int number(const char *opt, const char *v, double lo, double hi, double *
     return 0;
 }
 
-/* One server option at argv[*i] (its value after it); 0 when taken, 1 when
- * it is not a server option, or -EINVAL. */
-static int take(struct serve *s, int argc, char **argv, int *i, const char **token_file,
-                char *err, size_t errlen)
+/* The server's own flags as given, before they are checked and applied. */
+struct serve_args {
+    const char *ip, *port, *token, *token_file, *certfile, *keyfile, *allow_origin,
+        *workspaces, *max_kernels, *cull_idle, *log_format, *max_per_address, *ws_ping;
+    bool allow_insecure, cull_busy, cull_connected;
+};
+
+#define OFF(field) offsetof(struct serve_args, field)
+#define TEXT(flag, what, field)                                                          \
+    {                                                                                    \
+        .name = (flag), .kind = FLAG_TEXT, .needs = (what), .offset = OFF(field)         \
+    }
+#define SWITCH(flag, field)                                                              \
+    {                                                                                    \
+        .name = (flag), .kind = FLAG_SWITCH, .offset = OFF(field)                        \
+    }
+
+/* What is not here is a kernel option, parsed after (lifecycle.h). */
+static const struct flag serve_flags[] = {
+    {.name = "help", .letter = 'h', .kind = FLAG_HELP},
+    TEXT("ip", "an address", ip),
+    TEXT("port", "a number", port),
+    TEXT("token", "a token", token),
+    TEXT("token-file", "a file", token_file),
+    TEXT("certfile", "a file", certfile),
+    TEXT("keyfile", "a file", keyfile),
+    TEXT("allow-origin", "an origin", allow_origin),
+    TEXT("workspaces", "a folder", workspaces),
+    TEXT("max-kernels", "a number", max_kernels),
+    TEXT("cull-idle-timeout", "a number of seconds", cull_idle),
+    TEXT("log-format", "text or json", log_format),
+    TEXT("max-connections-per-address", "a number", max_per_address),
+    TEXT("ws-ping-interval", "a number of seconds", ws_ping),
+    SWITCH("allow-insecure", allow_insecure),
+    SWITCH("cull-busy", cull_busy),
+    SWITCH("cull-connected", cull_connected),
+};
+
+/* The numbers among a: each within its bounds, or -EINVAL. */
+static int apply_numbers(struct serve *s, const struct serve_args *a, char *err,
+                         size_t errlen)
 {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     struct serve_config *c = &s->cfg;
     double d;
     int rc = 0;
-    static const char *const with_value[] = {"--ip",
-                                             "--port",
-                                             "--token",
-                                             "--token-file",
-                                             "--certfile",
-                                             "--keyfile",
-                                             "--allow-origin",
-                                             "--workspaces",
-                                             "--max-kernels",
-                                             "--cull-idle-timeout",
-                                             "--log-format",
-                                             "--max-connections-per-address",
-                                             "--ws-ping-interval",
-                                             NULL};
-    bool needs = false;
-    for (int k = 0; with_value[k]; k++)
-        needs |= strcmp(a, with_value[k]) == 0;
-    if (needs && !v)
-        return errbuf_set(-EINVAL, err, errlen, "%s needs a value", a);
-    if (strcmp(a, "--ip") == 0)
-        c->ip = v;
-    else if (strcmp(a, "--port") == 0)
-        rc = number(a, v, 0, 65535, &d, err, errlen), c->port = (int)d;
-    else if (strcmp(a, "--token") == 0) {
-        if (!auth_token_valid(v))
+    if (a->port && !(rc = number("--port", a->port, 0, 65535, &d, err, errlen)))
+        c->port = (int)d;
+    if (!rc && a->max_kernels &&
+        !(rc = number("--max-kernels", a->max_kernels, 0, 100000, &d, err, errlen)))
+        s->reg.max_kernels = (int)d;
+    if (!rc && a->max_per_address &&
+        !(rc = number("--max-connections-per-address", a->max_per_address, 1, 1000000, &d,
+                      err, errlen)))
+        c->max_per_address = (int)d;
+    if (!rc && a->ws_ping &&
+        !(rc = number("--ws-ping-interval", a->ws_ping, 1, 3600, &d, err, errlen)))
+        c->ws_ping_s = (int)d;
+    if (!rc && a->cull_idle)
+        rc = number("--cull-idle-timeout", a->cull_idle, 0, 1e9, &s->reg.cull_idle_s, err,
+                    errlen);
+    return rc;
+}
+
+/* The server's flags, checked, into s; 0 or -EINVAL. */
+static int apply(struct serve *s, const struct serve_args *a, char *err, size_t errlen)
+{
+    struct serve_config *c = &s->cfg;
+    int rc = apply_numbers(s, a, err, errlen);
+    if (rc)
+        return rc;
+    if (a->token) {
+        if (!auth_token_valid(a->token))
             return errbuf_set(-EINVAL, err, errlen,
                               "--token needs 1 to %d printable characters, no space",
                               AUTH_TOKEN_MAX);
-        snprintf(c->token, sizeof c->token, "%s", v);
-    } else if (strcmp(a, "--token-file") == 0)
-        *token_file = v;
-    else if (strcmp(a, "--certfile") == 0)
-        c->certfile = v;
-    else if (strcmp(a, "--keyfile") == 0)
-        c->keyfile = v;
-    else if (strcmp(a, "--allow-origin") == 0)
-        c->allow_origin = v;
-    else if (strcmp(a, "--workspaces") == 0)
-        owned.workspaces = v ? realpath(v, NULL) : NULL,
-        rc = owned.workspaces ? 0
-                              : errbuf_set(-EINVAL, err, errlen,
-                                           "--workspaces: no such folder: %s", v);
-    else if (strcmp(a, "--max-kernels") == 0)
-        rc = number(a, v, 0, 100000, &d, err, errlen), s->reg.max_kernels = (int)d;
-    else if (strcmp(a, "--max-connections-per-address") == 0)
-        rc = number(a, v, 1, 1000000, &d, err, errlen), c->max_per_address = (int)d;
-    else if (strcmp(a, "--ws-ping-interval") == 0)
-        rc = number(a, v, 1, 3600, &d, err, errlen), c->ws_ping_s = (int)d;
-    else if (strcmp(a, "--cull-idle-timeout") == 0)
-        rc = number(a, v, 0, 1e9, &s->reg.cull_idle_s, err, errlen);
-    else if (strcmp(a, "--log-format") == 0) {
-        if (strcmp(v, "json") && strcmp(v, "text"))
-            return errbuf_set(-EINVAL, err, errlen, "--log-format is text or json");
-        c->log_json = strcmp(v, "json") == 0;
-    } else if (strcmp(a, "--allow-insecure") == 0)
-        c->allow_insecure = true, needs = false;
-    else if (strcmp(a, "--cull-busy") == 0)
-        s->reg.cull_busy = true;
-    else if (strcmp(a, "--cull-connected") == 0)
-        s->reg.cull_connected = true;
-    else
-        return 1;
-    if (needs)
-        (*i)++;
-    return rc;
+        snprintf(c->token, sizeof c->token, "%s", a->token);
+    }
+    if (a->log_format && strcmp(a->log_format, "json") && strcmp(a->log_format, "text"))
+        return errbuf_set(-EINVAL, err, errlen, "--log-format is text or json");
+    c->log_json = a->log_format && strcmp(a->log_format, "json") == 0;
+    if (a->workspaces && !(owned.workspaces = realpath(a->workspaces, NULL)))
+        return errbuf_set(-EINVAL, err, errlen, "--workspaces: no such folder: %s",
+                          a->workspaces);
+    if (a->ip)
+        c->ip = a->ip;
+    c->certfile = a->certfile;
+    c->keyfile = a->keyfile;
+    c->allow_origin = a->allow_origin;
+    c->allow_insecure = a->allow_insecure;
+    s->reg.cull_busy = a->cull_busy;
+    s->reg.cull_connected = a->cull_connected;
+    return 0;
 }
 
 static int check(struct serve *s, struct options *kopts, const char *token_file,
@@ -242,30 +262,20 @@ int serve_options_parse(struct serve *s, struct options *kopts, int argc, char *
     c->max_per_address = SERVE_MAX_PER_ADDRESS;
     c->ws_ping_s = SERVE_WS_PING_S;
     *generated = false;
-    const char *token_file = NULL;
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int nrest = 0, rc = 0;
-    if (!rest)
-        return -ENOMEM;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc && !rc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            serve_usage(stdout);
-            free(rest);
-            return 1;
-        }
-        rc = take(s, argc, argv, &i, &token_file, err, errlen);
-        if (rc == 1) {
-            rest[nrest++] = argv[i];
-            rc = 0;
-        }
+    struct serve_args a = {0};
+    const struct flags fl = FLAGS_OF("sandpit serve", serve_flags, true);
+    int rc = flags_parse(&fl, &a, &argc, argv, err, errlen);
+    if (rc == FLAGS_HELP) {
+        serve_usage(stdout);
+        return 1;
     }
     if (!rc)
-        rc = lifecycle_parse_kernel_options(kopts, "sandpit serve", nrest, rest, err,
-                                            errlen);
-    free(rest);
+        rc = apply(s, &a, err, errlen);
     if (!rc)
-        rc = check(s, kopts, token_file, generated, err, errlen);
+        rc = lifecycle_parse_kernel_options(kopts, "sandpit serve", argc, argv, err,
+                                            errlen);
+    if (!rc)
+        rc = check(s, kopts, a.token_file, generated, err, errlen);
     return rc;
 }
 

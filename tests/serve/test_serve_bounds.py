@@ -205,11 +205,24 @@ def test_a_quiet_websocket_is_pinged_and_closed_when_it_does_not_answer():
             head += c.recv(4096)
         assert head.startswith(b"HTTP/1.1 101")
         rest = head.split(b"\r\n\r\n", 1)[1]
-        # A ping comes (opcode 9), and, unanswered, the connection ends.
+        # A ping comes (opcode 9), perhaps after the kernel's own messages, and,
+        # unanswered, the connection ends.
         deadline = time.monotonic() + 20
-        while not rest and time.monotonic() < deadline:
-            rest += c.recv(4096)
-        assert rest[:1] == b"\x89"
+        opcodes = []
+        while 9 not in opcodes and time.monotonic() < deadline:
+            while len(rest) >= 2:
+                n, at = rest[1] & 0x7F, 2
+                if n == 126:
+                    n, at = int.from_bytes(rest[2:4], "big"), 4
+                elif n == 127:
+                    n, at = int.from_bytes(rest[2:10], "big"), 10
+                if len(rest) < at + n:
+                    break
+                opcodes.append(rest[0] & 0x0F)
+                rest = rest[at + n:]
+            if 9 not in opcodes:
+                rest += c.recv(4096)
+        assert 9 in opcodes, opcodes
         assert closed_within(c, 60)
         c.close()
         assert s.call("GET", "/api/kernels/" + kid)[1]["connections"] == 0
