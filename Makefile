@@ -247,7 +247,7 @@ unit-test: $(UNIT_BINS)
 	else echo "unit tests: FAILED"; exit 1; fi
 
 integration-test: $(BIN) $(WORKER) $(BENCH_BINS)
-	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -rs -p no:cacheprovider tests
 
 # The unit tests and a few integration files that go through every part of the
 # supervisor (cells, crashes and malformed messages, hostile messages, the worker's
@@ -271,7 +271,7 @@ sanitize-test:
 	@rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
 	@$(SAN_ENV) $(MAKE) --no-print-directory SANITIZE=$(SAN_KINDS) unit-test
 	@$(SAN_ENV) SANDPIT_BIN=$(abspath $(SAN_BUILD))/sandpit \
-	    $(PYTHON) -m pytest -q -p no:cacheprovider $(SAN_TESTS)
+	    $(PYTHON) -m pytest -q -rs -p no:cacheprovider $(SAN_TESTS)
 	@if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then cat $(SAN_REPORTS)/*; \
 	    echo "sanitizers: reports above"; exit 1; fi; echo "sanitizers: no reports"
 
