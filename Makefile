@@ -37,6 +37,11 @@ PY_SHORT   := $(subst $() ,.,$(wordlist 1,2,$(subst ., ,$(PY_VERSION))))
 WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wformat=2 -Wvla -fno-common
 CFLAGS ?= -O2 -g
+# A packager's own flags (dpkg-buildflags, rpm's %optflags) reach every compile
+# (CPPFLAGS, CFLAGS) and every link (CPPFLAGS, CFLAGS, LDFLAGS), as in make's own
+# rules.
+CPPFLAGS ?=
+LDFLAGS  ?=
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(BUILD) \
               $(PKG_CFLAGS) $(PY_CFLAGS) -DSANDPIT_PY_VERSION='"$(PY_VERSION)"' \
@@ -126,11 +131,11 @@ $(LIB_A): $(LIB_OBJ)
 # lazily would read again at its first use, cell after cell.
 $(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/mem/pidcache.o $(LIB_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
 
 $(WORKER_PROGRAM): $(BUILD)/kernel/worker_main.o $(LIB_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed $(WORKER_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed $(WORKER_LIBS)
 
 $(PIC_A): $(PIC_OBJ)
 	@echo "  AR    $@"
@@ -138,22 +143,22 @@ $(PIC_A): $(PIC_OBJ)
 
 $(WORKER_LIBRARY): $(BUILD)/pic/kernel/worker_preload.o $(PIC_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $^ -Wl,--as-needed $(PKG_LIBS) -ldl -lpthread
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -shared -o $@ $^ -Wl,--as-needed $(PKG_LIBS) -ldl -lpthread
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $< (pic)"
-	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(BUILD)/pic/embedded_%.o: $(BUILD)/embedded_%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $< (pic)"
-	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ikernel -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -fPIC -fvisibility=hidden -Ikernel -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -c -o $@ $<
 
 # The worker's Python runtime lives inside the worker's program and the
 # kernelspec logos inside sandpit's, so that neither needs files beside it.
@@ -169,12 +174,12 @@ $(BUILD)/embedded_logos.c: kernel/embed.py $(LOGOS)
 
 $(BUILD)/embedded_%.o: $(BUILD)/embedded_%.c
 	@echo "  CC    $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -Ikernel -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -Ikernel -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The supervisor's getpid() (kernel/mem/pidcache.c) is linked into the programs that
 # use ZeroMQ as a server, the null kernel too: its floor must not pay a cost that
@@ -184,11 +189,11 @@ $(BUILD)/tests/test_pidcache: $(BUILD)/kernel/mem/pidcache.o
 $(BUILD)/bench-null-kernel: $(BUILD)/tests/bench/null_kernel.o $(BUILD)/kernel/mem/pidcache.o \
                             $(PROTOCOL_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS)
 
 $(BUILD)/bench-client: $(BUILD)/tests/bench/bench_client.o $(CLIENT_OBJ) $(PROTOCOL_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS)
 
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
@@ -306,11 +311,11 @@ FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) $(CPPFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) $(CPPFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
 # One harness at a time, to leave the other cores to whoever shares the machine.
 fuzz: deps $(FUZZ_BINS)
