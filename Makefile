@@ -47,7 +47,8 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(BUIL
               $(PKG_CFLAGS) $(PY_CFLAGS) -DSANDPIT_PY_VERSION='"$(PY_VERSION)"' \
               -DSANDPIT_PY_SHORT='"$(PY_SHORT)"' \
               -DSANDPIT_PYTHON='"$(PYTHON)"' -MMD -MP
-LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
+# libm for the loop's ceil(), which GCC inlines and clang calls.
+LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread -lm
 # The worker is linked with CPython's static library where there is one (Debian's
 # python3 itself is), as a program that is not position-independent: no
 # libpython.so to load and relocate before main (about 5 ms and 300 page faults
