@@ -7,9 +7,11 @@
 #   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (the two programs; then `sandpit install`)
 #
-# SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
-# same tests against that binary; `make test` itself runs the unit tests and a few
-# integration files under both at once (sanitize-test).
+# SANITIZE=address, SANITIZE=undefined or SANITIZE=thread builds into
+# build-<name>/ and runs the same tests against that binary; `make test` itself
+# runs the unit tests and a few integration files under the first two at once
+# (sanitize-test), and the unit tests of the threaded C under the third
+# (tsan-test).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -119,7 +121,7 @@ UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
 .SECONDARY: $(UNIT_SUPPORT)
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean fuzz fuzz-replay sanitize-test soak
+        install uninstall clean fuzz fuzz-replay sanitize-test tsan-test soak
 
 all: $(BIN) $(WORKER)
 
@@ -177,10 +179,13 @@ $(BUILD)/embedded_%.o: $(BUILD)/embedded_%.c
 	@echo "  CC    $<"
 	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -Ikernel -c -o $@ $<
 
+# Compiled and linked at once, so the test's .d file makes its headers
+# prerequisites of the program: they are not given to the compiler (clang
+# refuses a header among a link's inputs).
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # The supervisor's getpid() (kernel/mem/pidcache.c) is linked into the programs that
 # use ZeroMQ as a server, the null kernel too: its floor must not pay a cost that
@@ -245,6 +250,7 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
 	@$(MAKE) --no-print-directory sanitize-test
+	@$(MAKE) --no-print-directory tsan-test
 	@echo "sandpit: all tests passed"
 
 unit-test: $(UNIT_BINS)
@@ -280,6 +286,30 @@ sanitize-test:
 	    $(PYTHON) -m pytest -q -rs -p no:cacheprovider $(SAN_TESTS)
 	@if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then cat $(SAN_REPORTS)/*; \
 	    echo "sanitizers: reports above"; exit 1; fi; echo "sanitizers: no reports"
+
+# ThreadSanitizer on the C that runs on several threads at once: the worker's
+# output pump, its end of the link (the reader thread's turn) and its block
+# allocator, and the supervisor's history query thread, as their unit tests.
+# Built by clang, so that this run also keeps the tree clang-clean under -Werror
+# (the programs are built too). The programs themselves are not run under it
+# here: the supervisor's ZeroMQ is not instrumented, and its lock-free queues
+# read as races to a ThreadSanitizer that cannot see their atomics (README).
+TSAN_BUILD := build-thread
+TSAN_TESTS := test_pump test_uplink test_blocks test_history_thread
+TSAN_BINS  := $(patsubst %,$(TSAN_BUILD)/tests/%,$(TSAN_TESTS))
+
+# Reports go to files (the pump's test makes fd 2 a pipe of the pump's).
+TSAN_REPORTS := $(abspath $(TSAN_BUILD))/reports
+
+tsan-test:
+	@$(MAKE) --no-print-directory SANITIZE=thread CC=clang all $(TSAN_BINS)
+	@rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
+	@fail=0; for t in $(TSAN_BINS); do \
+	    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:log_path=$(TSAN_REPORTS)/tsan \
+	    $$t || fail=1; done; \
+	if [ -n "$$(ls -A $(TSAN_REPORTS))" ]; then cat $(TSAN_REPORTS)/*; fail=1; fi; \
+	if [ $$fail = 0 ]; then echo "thread sanitizer: no reports"; \
+	else echo "thread sanitizer: reports or failures above"; exit 1; fi
 
 C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] kernel/*/*.[ch] \
                      tests/unit/*.[ch] tests/fuzz/*.[ch] tests/bench/*.[ch])
@@ -364,6 +394,6 @@ uninstall:
 	    $(DESTDIR)$(BINDIR)/sandpit-worker.so
 
 clean:
-	rm -rf build build-address build-undefined $(SAN_BUILD) $(FUZZ_BUILD)
+	rm -rf build build-address build-undefined $(SAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -1054,7 +1054,7 @@ static void body_landlock_proc_self_child(const struct env *e)
     pid_t pid = fork();
     if (pid == 0)
         _exit(open_read("/proc/self/status") < 0 && errno == EACCES ? 0 : 1);
-    int status;
+    int status = -1; /* not an exit, if waitpid fails */
     EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid);
     EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
