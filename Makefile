@@ -121,7 +121,7 @@ UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
 .SECONDARY: $(UNIT_SUPPORT)
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean fuzz fuzz-replay sanitize-test tsan-test soak
+        install uninstall clean fuzz fuzz-replay sanitize-test tsan-test analyse soak
 
 all: $(BIN) $(WORKER)
 
@@ -214,7 +214,7 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
              jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv \
-             python3-cryptography python3-jinja2 python3-yaml
+             python3-cryptography python3-jinja2 python3-yaml cppcheck
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
 # services), pinned by tests/node/package-lock.json.
@@ -246,6 +246,7 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(BENCH_BINS)
 	@$(MAKE) --no-print-directory format-check
+	@$(MAKE) --no-print-directory analyse
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
@@ -318,6 +319,20 @@ format-check:
 
 format:
 	clang-format -i $(C_FILES)
+
+# cppcheck over the project's C as it is built (_GNU_SOURCE, the worker a library
+# preloaded into Python's program): any finding of its warning, portability and
+# performance checks fails the run. jansson's iteration macros are in
+# tests/cppcheck/jansson.cfg (cppcheck reads no system header); what it gets
+# wrong is in tests/cppcheck/suppressions.txt, each entry with its reason.
+CPPCHECK_FLAGS := --quiet --std=c11 --enable=warning,portability,performance \
+                  --inline-suppr --error-exitcode=1 -D_GNU_SOURCE \
+                  -DSANDPIT_WORKER_PYTHON='"$(PY_PROGRAM)"' -I. \
+                  --library=posix,gnu,python,openssl,sqlite3,tests/cppcheck/jansson.cfg \
+                  --suppressions-list=tests/cppcheck/suppressions.txt \
+                  --template='{file}:{line}: {severity} [{id}] {message}'
+analyse:
+	@cppcheck -j2 $(CPPCHECK_FLAGS) $(filter %.c,$(C_FILES)) && echo "cppcheck: no findings"
 
 # --- fuzzing ------------------------------------------------------------------------
 # libFuzzer harnesses (clang's) for what reads untrusted bytes: the wire splitter and
