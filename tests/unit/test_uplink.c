@@ -33,7 +33,7 @@ static void start(void)
 /* --- sends from several threads ---------------------------------------------------- */
 
 #define SENDERS 4
-#define FRAMES 300
+#define FRAMES  300
 
 static void *send_frames(void *arg)
 {
@@ -82,7 +82,8 @@ static void test_frames_sent_by_threads_together_arrive_whole(void)
     link_reader_release(&r);
 }
 
-/* --- the turn ------------------------------------------------------------------------ */
+/* --- the turn ------------------------------------------------------------------------
+ */
 
 static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
 static char seen[8][32]; /* (seen_mu) what the reader thread took, in order */
