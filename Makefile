@@ -63,16 +63,30 @@ PY_STATIC_LIBS := -no-pie -Wl$(comma)--export-dynamic -Wl$(comma)--whole-archive
                   -Wl$(comma)--no-whole-archive -lexpat -lz -lm -ldl
 WORKER_LIBS  := $(PKG_LIBS) -lpthread \
                 $(if $(PY_STATIC),$(PY_STATIC_LIBS),$(PY_LIBS))
-# That program is the worker under the sanitizers only (an instrumented library
-# cannot be loaded into a program that is not). Otherwise the worker is a
-# library, sandpit-worker.so, that the supervisor has Python's own program run
-# with (LD_PRELOAD; kernel/worker_preload.c): CPython's code (2.6 MB) is then
-# shared with every other Python on the machine rather than the worker's alone.
-# The program is the one this Python runs, by its real path: the headers and
-# the ABI that sandpit is compiled for.
+# The worker is a library, sandpit-worker.so, that the supervisor has Python's
+# own program run with (LD_PRELOAD; kernel/worker_preload.c): CPython's code
+# (2.6 MB) is then shared with every other Python on the machine rather than the
+# worker's alone. The program is the one this Python runs, by its real path: the
+# headers and the ABI that sandpit is compiled for.
 PY_PROGRAM   := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
-WORKER_PYTHON := $(if $(SANITIZE),,$(PY_PROGRAM))
+# Under GCC's AddressSanitizer and UBSan, whose runtimes are shared libraries, it
+# is that library too, as in production: AddressSanitizer's runtime must be the
+# first library a program loads, so the supervisor preloads it before the
+# worker's. The program above is the worker under the sanitizers whose runtime
+# Python's program cannot load: ThreadSanitizer's, and clang's (linked into
+# programs only).
+SAN_LIST     := $(subst $(comma), ,$(SANITIZE))
+SAN_ASAN_SO  := $(if $(filter address,$(SAN_LIST)),$(realpath $(shell $(CC) -print-file-name=libasan.so 2>/dev/null)))
+SAN_UBSAN_SO := $(if $(filter undefined,$(SAN_LIST)),$(realpath $(shell $(CC) -print-file-name=libubsan.so 2>/dev/null)))
+SAN_CLANG    := $(if $(SANITIZE),$(findstring clang,$(shell $(CC) --version 2>/dev/null)))
+SAN_AS_LIBRARY := $(and $(if $(filter-out address undefined,$(SAN_LIST)),,yes),\
+                        $(if $(SAN_CLANG),,yes),\
+                        $(if $(filter address,$(SAN_LIST)),$(SAN_ASAN_SO),yes),\
+                        $(if $(filter undefined,$(SAN_LIST)),$(SAN_UBSAN_SO),yes))
+WORKER_PYTHON := $(if $(SANITIZE),$(if $(SAN_AS_LIBRARY),$(PY_PROGRAM)),$(PY_PROGRAM))
 ALL_CFLAGS   += $(if $(WORKER_PYTHON),-DSANDPIT_WORKER_PYTHON='"$(WORKER_PYTHON)"')
+ALL_CFLAGS   += $(if $(and $(WORKER_PYTHON),$(SAN_ASAN_SO)),\
+                  -DSANDPIT_WORKER_PRELOAD_FIRST='"$(SAN_ASAN_SO) "')
 
 PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
@@ -272,6 +286,7 @@ SAN_BUILD   := build-$(subst $(comma),-,$(SAN_KINDS))
 SAN_REPORTS := $(abspath $(SAN_BUILD))/reports
 SAN_TESTS   := tests/integration/test_execute.py tests/integration/test_robustness.py \
                tests/sandbox/test_messages.py tests/integration/test_enterprise_gateway.py \
+               "tests/integration/test_programs.py::test_the_worker_is_pythons_program_with_sandpits_library" \
                "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends"
 # A worker that a test crashes on purpose must die of its signal, as without
 # sanitizers: the runtime's own handlers are off.
