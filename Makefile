@@ -8,9 +8,11 @@
 #   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (the two programs; then `sandpit install`)
 #
-# SANITIZE=address or SANITIZE=undefined builds into build-<name>/ and runs the
-# same tests against that binary; `make test` itself runs the unit tests and a few
-# integration files under both at once (sanitize-test).
+# SANITIZE=address, SANITIZE=undefined or SANITIZE=thread builds into
+# build-<name>/ and runs the same tests against that binary; `make test` itself
+# runs the unit tests and a few integration files under the first two at once
+# (sanitize-test), and the unit tests of the threaded C under the third
+# (tsan-test).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -38,14 +40,20 @@ PY_SHORT   := $(subst $() ,.,$(wordlist 1,2,$(subst ., ,$(PY_VERSION))))
 WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wformat=2 -Wvla -fno-common
 CFLAGS ?= -O2 -g
+# A packager's own flags (dpkg-buildflags, rpm's %optflags) reach every compile
+# (CPPFLAGS, CFLAGS) and every link (CPPFLAGS, CFLAGS, LDFLAGS), as in make's own
+# rules.
+CPPFLAGS ?=
+LDFLAGS  ?=
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) -I. -I$(BUILD) \
               $(PKG_CFLAGS) $(PY_CFLAGS) -DSANDPIT_PY_VERSION='"$(PY_VERSION)"' \
               -DSANDPIT_PY_SHORT='"$(PY_SHORT)"' \
               -DSANDPIT_PYTHON='"$(PYTHON)"' -MMD -MP
-LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread
+# libm for the loop's ceil(), which GCC inlines and clang calls.
+LDLIBS := $(PKG_LIBS) $(PY_LIBS) -lpthread -lm
 # The worker's own program, sandpit-worker (kernel/worker_main.c), which is the
-# worker under the sanitizers only (below), is linked with CPython's static
+# worker under some sanitizers only (below), is linked with CPython's static
 # library where there is one, as Debian's python3 itself is: a program that is
 # not position-independent, with no libpython.so to load and relocate before
 # main, and that exports CPython's symbols for the extension modules it loads.
@@ -56,20 +64,34 @@ PY_STATIC_LIBS := -no-pie -Wl$(comma)--export-dynamic -Wl$(comma)--whole-archive
                   -Wl$(comma)--no-whole-archive -lexpat -lz -lm -ldl
 WORKER_LIBS  := $(PKG_LIBS) -lpthread \
                 $(if $(PY_STATIC),$(PY_STATIC_LIBS),$(PY_LIBS))
-# That program is the worker under the sanitizers only (an instrumented library
-# cannot be loaded into a program that is not). Otherwise, and so in every
-# build but theirs, the worker is a library, sandpit-worker.so, that the
-# supervisor has Python's own program run with (LD_PRELOAD;
-# kernel/worker_preload.c): CPython's code (2.6 MB) is then shared with every
-# other Python on the machine rather than the worker's alone. The library links
-# no CPython, static or shared: its calls go to the program's own (Debian's
-# python3 has CPython linked in and exports it; a python3 built with
+# Otherwise, and so in every build but those, the worker is a library,
+# sandpit-worker.so, that the supervisor has Python's own program run with
+# (LD_PRELOAD; kernel/worker_preload.c): CPython's code (2.6 MB) is then shared
+# with every other Python on the machine rather than the worker's alone. The
+# library links no CPython, static or shared: its calls go to the program's own
+# (Debian's python3 has CPython linked in and exports it; a python3 built with
 # libpython.so loads it, and the worker uses that one). The program is the one
 # this Python runs, by its real path: the headers and the ABI that sandpit is
 # compiled for.
 PY_PROGRAM   := $(shell $(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
-WORKER_PYTHON := $(if $(SANITIZE),,$(PY_PROGRAM))
+# Under GCC's AddressSanitizer and UBSan, whose runtimes are shared libraries, it
+# is that library too, as in production: AddressSanitizer's runtime must be the
+# first library a program loads, so the supervisor preloads it before the
+# worker's. The program above is the worker under the sanitizers whose runtime
+# Python's program cannot load: ThreadSanitizer's, and clang's (linked into
+# programs only).
+SAN_LIST     := $(subst $(comma), ,$(SANITIZE))
+SAN_ASAN_SO  := $(if $(filter address,$(SAN_LIST)),$(realpath $(shell $(CC) -print-file-name=libasan.so 2>/dev/null)))
+SAN_UBSAN_SO := $(if $(filter undefined,$(SAN_LIST)),$(realpath $(shell $(CC) -print-file-name=libubsan.so 2>/dev/null)))
+SAN_CLANG    := $(if $(SANITIZE),$(findstring clang,$(shell $(CC) --version 2>/dev/null)))
+SAN_AS_LIBRARY := $(and $(if $(filter-out address undefined,$(SAN_LIST)),,yes),\
+                        $(if $(SAN_CLANG),,yes),\
+                        $(if $(filter address,$(SAN_LIST)),$(SAN_ASAN_SO),yes),\
+                        $(if $(filter undefined,$(SAN_LIST)),$(SAN_UBSAN_SO),yes))
+WORKER_PYTHON := $(if $(SANITIZE),$(if $(SAN_AS_LIBRARY),$(PY_PROGRAM)),$(PY_PROGRAM))
 ALL_CFLAGS   += $(if $(WORKER_PYTHON),-DSANDPIT_WORKER_PYTHON='"$(WORKER_PYTHON)"')
+ALL_CFLAGS   += $(if $(and $(WORKER_PYTHON),$(SAN_ASAN_SO)),\
+                  -DSANDPIT_WORKER_PRELOAD_FIRST='"$(SAN_ASAN_SO) "')
 
 PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
@@ -119,7 +141,7 @@ UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
 .SECONDARY: $(UNIT_SUPPORT)
 
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
-        install uninstall clean fuzz fuzz-replay sanitize-test soak
+        install uninstall clean fuzz fuzz-replay sanitize-test tsan-test analyse soak
 
 all: $(BIN) $(WORKER)
 
@@ -132,11 +154,11 @@ $(LIB_A): $(LIB_OBJ)
 # lazily would read again at its first use, cell after cell.
 $(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/mem/pidcache.o $(LIB_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
 
 $(WORKER_PROGRAM): $(BUILD)/kernel/worker_main.o $(LIB_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -Wl,--as-needed $(WORKER_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed $(WORKER_LIBS)
 
 $(PIC_A): $(PIC_OBJ)
 	@echo "  AR    $@"
@@ -144,22 +166,22 @@ $(PIC_A): $(PIC_OBJ)
 
 $(WORKER_LIBRARY): $(BUILD)/pic/kernel/worker_preload.o $(PIC_A)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -shared -o $@ $^ -Wl,--as-needed $(PKG_LIBS) -ldl -lpthread
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -shared -o $@ $^ -Wl,--as-needed $(PKG_LIBS) -ldl -lpthread
 
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $< (pic)"
-	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(BUILD)/pic/embedded_%.o: $(BUILD)/embedded_%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $< (pic)"
-	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -Ikernel -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -fPIC -fvisibility=hidden -Ikernel -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -c -o $@ $<
 
 # The worker's Python runtime lives inside the worker's program and the
 # kernelspec logos inside sandpit's, so that neither needs files beside it.
@@ -175,12 +197,15 @@ $(BUILD)/embedded_logos.c: kernel/embed.py $(LOGOS)
 
 $(BUILD)/embedded_%.o: $(BUILD)/embedded_%.c
 	@echo "  CC    $<"
-	$(Q)$(CC) $(ALL_CFLAGS) -Ikernel -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) -Ikernel -c -o $@ $<
 
+# Compiled and linked at once, so the test's .d file makes its headers
+# prerequisites of the program: they are not given to the compiler (clang
+# refuses a header among a link's inputs).
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_SUPPORT) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # The supervisor's getpid() (kernel/mem/pidcache.c) is linked into the programs that
 # use ZeroMQ as a server, the null kernel too: its floor must not pay a cost that
@@ -190,11 +215,11 @@ $(BUILD)/tests/test_pidcache: $(BUILD)/kernel/mem/pidcache.o
 $(BUILD)/bench-null-kernel: $(BUILD)/tests/bench/null_kernel.o $(BUILD)/kernel/mem/pidcache.o \
                             $(PROTOCOL_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS)
 
 $(BUILD)/bench-client: $(BUILD)/tests/bench/bench_client.o $(CLIENT_OBJ) $(PROTOCOL_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(BENCH_LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ $(BENCH_LIBS)
 
 # --- dependencies ---------------------------------------------------------------
 # Every Debian package that the build, the tests and the demo need.
@@ -209,7 +234,7 @@ DEB_TEST  := clang libclang-rt-14-dev python3-pytest python3-jupyter-client pyth
              jupyter-notebook python3-notebook \
              python3-widgetsnbextension chromium chromium-driver python3-selenium \
              jupyter-server python3-jupyter-server python3-websocket nodejs jq python3-venv nginx-light \
-             python3-cryptography python3-jinja2 python3-yaml
+             python3-cryptography python3-jinja2 python3-yaml cppcheck
 DEB_ALL   := $(DEB_BUILD) $(DEB_TEST)
 # JavaScript clients the tests drive sandpit with (the MCP SDK, JupyterLab's
 # services), pinned by tests/node/package-lock.json.
@@ -241,10 +266,12 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(BENCH_BINS)
 	@$(MAKE) --no-print-directory format-check
+	@$(MAKE) --no-print-directory analyse
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory integration-test
 	@$(MAKE) --no-print-directory sanitize-test
+	@$(MAKE) --no-print-directory tsan-test
 	@echo "sandpit: all tests passed"
 
 unit-test: $(UNIT_BINS)
@@ -253,7 +280,7 @@ unit-test: $(UNIT_BINS)
 	else echo "unit tests: FAILED"; exit 1; fi
 
 integration-test: $(BIN) $(WORKER) $(BENCH_BINS)
-	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -rs -p no:cacheprovider tests
 
 # The unit tests and a few integration files that go through every part of the
 # supervisor (cells, crashes and malformed messages, hostile messages, the worker's
@@ -265,6 +292,7 @@ SAN_BUILD   := build-$(subst $(comma),-,$(SAN_KINDS))
 SAN_REPORTS := $(abspath $(SAN_BUILD))/reports
 SAN_TESTS   := tests/integration/test_execute.py tests/integration/test_robustness.py \
                tests/sandbox/test_messages.py tests/integration/test_enterprise_gateway.py \
+               "tests/integration/test_programs.py::test_the_worker_is_pythons_program_with_sandpits_library" \
                "tests/sandbox/test_memory.py::test_the_group_is_gone_after_the_worker_ends" \
                tests/trusted/test_hidden_paths_room.py
 # A worker that a test crashes on purpose must die of its signal, as without
@@ -278,9 +306,33 @@ sanitize-test:
 	@rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
 	@$(SAN_ENV) $(MAKE) --no-print-directory SANITIZE=$(SAN_KINDS) unit-test
 	@$(SAN_ENV) SANDPIT_BIN=$(abspath $(SAN_BUILD))/sandpit \
-	    $(PYTHON) -m pytest -q -p no:cacheprovider $(SAN_TESTS)
+	    $(PYTHON) -m pytest -q -rs -p no:cacheprovider $(SAN_TESTS)
 	@if [ -n "$$(ls -A $(SAN_REPORTS))" ]; then cat $(SAN_REPORTS)/*; \
 	    echo "sanitizers: reports above"; exit 1; fi; echo "sanitizers: no reports"
+
+# ThreadSanitizer on the C that runs on several threads at once: the worker's
+# output pump, its end of the link (the reader thread's turn) and its block
+# allocator, and the supervisor's history query thread, as their unit tests.
+# Built by clang, so that this run also keeps the tree clang-clean under -Werror
+# (the programs are built too). The programs themselves are not run under it
+# here: the supervisor's ZeroMQ is not instrumented, and its lock-free queues
+# read as races to a ThreadSanitizer that cannot see their atomics (README).
+TSAN_BUILD := build-thread
+TSAN_TESTS := test_pump test_uplink test_blocks test_history_thread
+TSAN_BINS  := $(patsubst %,$(TSAN_BUILD)/tests/%,$(TSAN_TESTS))
+
+# Reports go to files (the pump's test makes fd 2 a pipe of the pump's).
+TSAN_REPORTS := $(abspath $(TSAN_BUILD))/reports
+
+tsan-test:
+	@$(MAKE) --no-print-directory SANITIZE=thread CC=clang all $(TSAN_BINS)
+	@rm -rf $(TSAN_REPORTS) && mkdir -p $(TSAN_REPORTS)
+	@fail=0; for t in $(TSAN_BINS); do \
+	    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:log_path=$(TSAN_REPORTS)/tsan \
+	    $$t || fail=1; done; \
+	if [ -n "$$(ls -A $(TSAN_REPORTS))" ]; then cat $(TSAN_REPORTS)/*; fail=1; fi; \
+	if [ $$fail = 0 ]; then echo "thread sanitizer: no reports"; \
+	else echo "thread sanitizer: reports or failures above"; exit 1; fi
 
 C_FILES := $(wildcard protocol/*.[ch] sandbox/*.[ch] kernel/*.[ch] kernel/*/*.[ch] \
                      tests/unit/*.[ch] tests/fuzz/*.[ch] tests/bench/*.[ch])
@@ -289,6 +341,20 @@ format-check:
 
 format:
 	clang-format -i $(C_FILES)
+
+# cppcheck over the project's C as it is built (_GNU_SOURCE, the worker a library
+# preloaded into Python's program): any finding of its warning, portability and
+# performance checks fails the run. jansson's iteration macros are in
+# tests/cppcheck/jansson.cfg (cppcheck reads no system header); what it gets
+# wrong is in tests/cppcheck/suppressions.txt, each entry with its reason.
+CPPCHECK_FLAGS := --quiet --std=c11 --enable=warning,portability,performance \
+                  --inline-suppr --error-exitcode=1 -D_GNU_SOURCE \
+                  -DSANDPIT_WORKER_PYTHON='"$(PY_PROGRAM)"' -I. \
+                  --library=posix,gnu,python,openssl,sqlite3,tests/cppcheck/jansson.cfg \
+                  --suppressions-list=tests/cppcheck/suppressions.txt \
+                  --template='{file}:{line}: {severity} [{id}] {message}'
+analyse:
+	@cppcheck -j2 $(CPPCHECK_FLAGS) $(filter %.c,$(C_FILES)) && echo "cppcheck: no findings"
 
 # --- fuzzing ------------------------------------------------------------------------
 # libFuzzer harnesses (clang's) for what reads untrusted bytes: the wire splitter and
@@ -313,11 +379,11 @@ FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) $(CPPFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@echo "  LD    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) $(CPPFLAGS) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS)
 
 # One harness at a time, to leave the other cores to whoever shares the machine.
 fuzz: deps $(FUZZ_BINS)
@@ -368,6 +434,6 @@ uninstall:
 	    $(DESTDIR)$(BINDIR)/sandpit-worker.so
 
 clean:
-	rm -rf build build-address build-undefined $(SAN_BUILD) $(FUZZ_BUILD)
+	rm -rf build build-address build-undefined $(SAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

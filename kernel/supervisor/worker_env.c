@@ -134,6 +134,13 @@ void worker_env_free_with(char **e)
     free(e);
 }
 
+/* What LD_PRELOAD names before the worker's library (ending in a space): the
+ * AddressSanitizer runtime in a build with it, which must be the first library
+ * loaded (Makefile). */
+#ifndef SANDPIT_WORKER_PRELOAD_FIRST
+#define SANDPIT_WORKER_PRELOAD_FIRST ""
+#endif
+
 /* env with, where the worker is a library, LD_PRELOAD naming it alone (one the
  * kernel was given does not reach the worker). The worker takes it out of its
  * own environment as it starts. NULL when out of memory; env is taken over
@@ -148,7 +155,8 @@ static char **with_preload(const char *program, char **env)
         n++;
     char **out = calloc(n + 2, sizeof *out);
     char *preload = NULL;
-    if (!out || asprintf(&preload, "LD_PRELOAD=%s", program) < 0) {
+    if (!out || asprintf(&preload, "LD_PRELOAD=" SANDPIT_WORKER_PRELOAD_FIRST "%s",
+                         program) < 0) {
         free(out);
         worker_env_free(env);
         return NULL;

@@ -204,6 +204,11 @@ int uplink_recv_in_turn(struct link_frame *out)
                 pthread_mutex_lock(&turn_mu);
                 reader_lets_go_locked();
                 pthread_mutex_unlock(&turn_mu);
+            } else if (link_has_input()) {
+                /* The read took the next frame too: fd 3 will not say so. */
+                uint64_t one = 1;
+                ssize_t w = write(turn_fd, &one, sizeof one);
+                (void)w;
             }
             return rc;
         }

@@ -1,5 +1,6 @@
 """`sandpit install` writes a kernelspec that jupyter_client finds and starts;
-`make install` honours PREFIX and DESTDIR."""
+`make install` honours PREFIX and DESTDIR, and the build a packager's CPPFLAGS and
+LDFLAGS."""
 
 import json
 import os
@@ -66,3 +67,29 @@ def test_make_install_honours_prefix_and_destdir(tmp_path):
     assert os.access(installed, os.X_OK)
     version = subprocess.run([str(installed), "--version"], capture_output=True, text=True)
     assert version.stdout.startswith("sandpit ")
+
+
+def test_make_passes_a_packagers_flags_to_every_compile_and_link(tmp_path):
+    """What dpkg-buildflags or rpm give (CPPFLAGS, LDFLAGS) reaches every command
+    that compiles (CPPFLAGS) or links (both): the commands make would run, each
+    object and program made again (-B), none of them run (-n)."""
+    cppflags, ldflags = "-DSANDPIT_PACKAGER_CPPFLAGS", "-Wl,--sandpit-packager-ldflags"
+    build = tmp_path / "build"
+    proc = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "-n", "-B", "V=1",
+                           "BUILD=" + str(build), "CPPFLAGS=" + cppflags,
+                           "LDFLAGS=" + ldflags, "all", str(build / "sandpit-worker"),
+                           str(build / "tests" / "test_log"),
+                           str(build / "bench-null-kernel"), "build-fuzz/fuzz_wire"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    compiles, links = [], []
+    for line in proc.stdout.splitlines():
+        words = line.split()
+        if not words or os.path.basename(words[0]) not in ("cc", "gcc", "clang"):
+            continue
+        (compiles if "-c" in words else links).append(line)
+    assert len(compiles) > 50 and len(links) >= 6, proc.stdout
+    for line in compiles:
+        assert cppflags in line.split(), line
+    for line in links:
+        assert cppflags in line.split() and ldflags in line.split(), line

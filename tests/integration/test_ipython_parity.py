@@ -177,8 +177,7 @@ def test_traceback_code_is_coloured_with_pygments(k):
     try:
         import pygments  # noqa: F401  (the kernel's Python is this one)
     except ImportError:
-        print("not applicable: Pygments is not installed, so code lines stay plain")
-        return
+        pytest.skip("Pygments is not installed, so code lines stay plain")
     frame = [t for t in traceback_of(k) if "in f" in plain(t)][0]
     line = [ln for ln in frame.splitlines() if "def" in plain(ln)][0]
     # "def" as Pygments' terminal formatter colours a keyword

@@ -1,8 +1,9 @@
 """Two processes from two files installed side by side: `sandpit` (the
 supervisor, the commands) and `sandpit-worker.so` (the code of the process that
 runs the cells), a library that Python's own program runs with, so that the
-worker shares CPython's code with every other Python. (Under the sanitizers the
-worker is a program of its own, `sandpit-worker`, with CPython linked in.) Each
+worker shares CPython's code with every other Python (under GCC's
+AddressSanitizer and UBSan too; under ThreadSanitizer or clang's sanitizers the
+worker is a program of its own, `sandpit-worker`, with CPython linked in). Each
 loads only the libraries it uses, which is what makes each start sooner and
 hold less: the supervisor no CPython, the worker no ZeroMQ, OpenSSL or SQLite
 (and no libpython either where CPython is linked into Python's program). A

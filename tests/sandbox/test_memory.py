@@ -114,7 +114,7 @@ print("written")
 def test_a_shared_anonymous_mapping_above_the_limit(small):
     if ASAN:
         cgroup_memory(small)
-        return
+        pytest.skip("no memory limit in an AddressSanitizer build (the report says so)")
     counted = cgroup_memory(small)
     token = plant(small)
     code = FILL_MAPPING.format(open="m = mmap.mmap(-1, %d)" % OVER_BYTES, size=OVER_BYTES)
@@ -138,7 +138,7 @@ def test_a_large_shared_mapping_of_a_file_in_the_workspace(small):
     written back or the cell fails, and the worker never holds more than its limit."""
     if ASAN:
         cgroup_memory(small)
-        return
+        pytest.skip("no memory limit in an AddressSanitizer build (the report says so)")
     counted = cgroup_memory(small)
     # The worker's resident set may exceed its group's charge by pages it shares but
     # another group was charged for (the interpreter's own files): at most what it
@@ -184,14 +184,12 @@ for line in open("/proc/self/status"):
 
 @pytest.fixture
 def shm_folder():
-    """A folder on tmpfs (/dev/shm), removed afterwards; None where there is none with
-    room for what the tests write (the tests then say so and check nothing more)."""
+    """A folder on tmpfs (/dev/shm), removed afterwards; where there is none with
+    room for what the tests write, the tests that use it are skipped."""
     if not os.path.isdir("/dev/shm") or os.statvfs("/dev/shm").f_bavail * \
             os.statvfs("/dev/shm").f_frsize < OVER_BYTES + (64 << 20):
-        print("not applicable: no /dev/shm with %d MiB free on this machine" %
-              ((OVER_BYTES >> 20) + 64))
-        yield None
-        return
+        pytest.skip("no /dev/shm with %d MiB free on this machine" %
+                    ((OVER_BYTES >> 20) + 64))
     path = "/dev/shm/sandpit-test-%d-%d" % (os.getpid(), time.monotonic_ns())
     os.mkdir(path)
     yield path
@@ -212,8 +210,6 @@ print("filled")
 def test_filling_a_tmpfs(jupyter_dir, shm_folder, where):
     """A workspace on tmpfs, or a private temporary folder on tmpfs (TMPDIR in
     memory, as on many distributions): what a cell writes there is memory."""
-    if shm_folder is None:
-        return
     if where == "workspace":
         os.mkdir(os.path.join(shm_folder, "ws"))
         k = boot(jupyter_dir, "--memory", str(MEMORY_MIB), cwd=os.path.join(shm_folder, "ws"))
@@ -227,7 +223,7 @@ def test_filling_a_tmpfs(jupyter_dir, shm_folder, where):
     try:
         if ASAN:
             cgroup_memory(k)
-            return
+            pytest.skip("no memory limit in an AddressSanitizer build (the report says so)")
         counted = cgroup_memory(k)
         if where == "tmpdir":
             assert k.run("import tempfile\nprint(tempfile.gettempdir())").startswith(
@@ -282,8 +278,8 @@ def test_threads_beyond_the_task_limit_are_refused(small):
         # root without a cgroup: nothing binds it, and the report must say so
         assert not machine_gives_cgroups(), "a cgroup could limit the tasks here"
         assert "tasks not limited" in rl, (cg, rl)
-        print("no task limit on this machine: %s" % rl)
-        return
+        pytest.skip("no task limit on this machine (root without a cgroup; the "
+                    "report says so): %s" % rl)
     assert count < 1024, count
     assert "can't start new thread" in error
     # the limit is on tasks alive: once they have ended, threads start again
@@ -322,8 +318,7 @@ def test_the_group_is_gone_after_the_worker_ends(jupyter_dir, tmp_path):
     try:
         k.run("pass")
         if not machine_gives_cgroups():
-            print("no cgroup here: %s" % layer(k, "cgroup")["detail"])
-            return
+            pytest.skip("no cgroup here, none to see go: %s" % layer(k, "cgroup")["detail"])
         worker = int(k.run("import os\nprint(os.getpid())"))
         dirs = cgroup_dirs_of(worker)
         own = {c: d for c, d in dirs.items()
@@ -408,18 +403,15 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
     """The report says the limit covers private memory only; anonymous shared
     mappings are refused; a temporary folder on tmpfs becomes a small private one;
     numpy, pandas and matplotlib still work."""
-    if shm_folder is None:
-        return
     k = start_without_cgroups(jupyter_dir, tmp_path, dict(os.environ, TMPDIR=shm_folder))
     if k is None:
-        print("not applicable: cgroups cannot be taken away here without root")
-        return
+        pytest.skip(NO_CGROUPS_TAKEN)
     try:
         k.run("pass")
         cg = layer(k, "cgroup")
         assert cg["state"] == "unavailable", cg
         if ASAN:
-            return
+            pytest.skip("no memory limit in an AddressSanitizer build (the report says so)")
         assert "covers private memory only" in cg["detail"], cg
         assert "shared anonymous memory refused" in layer(k, "seccomp")["detail"]
         assert "small private tmpfs" in layer(k, "mount-namespace")["detail"]
@@ -456,6 +448,7 @@ def test_without_cgroups_what_can_be_closed_is(jupyter_dir, tmp_path, shm_folder
 
 
 CPU_CAP_UNENFORCED = "the CPU cap (--cpus 0.5) is not enforced on this machine"
+NO_CGROUPS_TAKEN = "cgroups cannot be taken away here without root"
 
 
 def test_without_cgroups_the_cpu_cap_is_said_not_to_be_enforced(jupyter_dir, tmp_path):
@@ -464,8 +457,7 @@ def test_without_cgroups_the_cpu_cap_is_said_not_to_be_enforced(jupyter_dir, tmp
     from sandbox_helpers import check_sandbox
     k = start_without_cgroups(jupyter_dir, tmp_path, dict(os.environ), "--cpus", "0.5")
     if k is None:
-        print("not applicable: cgroups cannot be taken away here without root")
-        return
+        pytest.skip(NO_CGROUPS_TAKEN)
     try:
         k.run("pass")
         cg = layer(k, "cgroup")
@@ -505,9 +497,9 @@ def test_sysv_shared_memory_stays_with_the_worker(jupyter_dir, tmp_path):
         with open("/proc/sysvipc/shm") as f:
             sizes = [line.split()[3] for line in f.readlines()[1:]]
         if "an IPC namespace of its own" not in user:
-            print("no IPC namespace here (%s)" % user)
             assert shmid == -1 or str(size) not in sizes
-            return
+            pytest.skip("no IPC namespace here, the segment cannot be one of the "
+                        "worker's own (%s)" % user)
         assert shmid >= 0, err
         assert str(size) not in sizes, "the worker's segment is in the host's namespace"
     finally:
@@ -521,9 +513,9 @@ def test_cpus_caps_the_workers_cpu_time(jupyter_dir, tmp_path):
         k.run("pass")
         cg = layer(k, "cgroup")
         if not machine_gives_cgroups():
-            print("no cgroup here: %s" % cg["detail"])
             assert cg["state"] != "active" and CPU_CAP_UNENFORCED in cg["detail"], cg
-            return
+            pytest.skip("no cgroup here, nothing caps the CPU time (the report says "
+                        "so): %s" % cg["detail"])
         assert cg["state"] == "active" and "CPU 0.5" in cg["detail"], cg
         dirs = cgroup_dirs_of(int(k.run("import os\nprint(os.getpid())")))
         if "cpu" in dirs:

@@ -376,9 +376,9 @@ def test_a_moved_history_folder_stays_hidden(jupyter_dir, tmp_path):
         for old, new in (("x", "y"), ("y", "z")):
             reply, _ = k.execute(MOVE_AWAY % (old, new, old))
             if reply["content"]["status"] != "ok":
-                # the folders above it could not be moved: nothing to follow
                 assert reply["content"]["ename"] in ("OSError", "PermissionError"), reply
-                return
+                pytest.skip("the folders above the history could not be moved here: "
+                            "nothing to follow")
             k.execute("import os; os.kill(os.getpid(), 9)")
             moved = tmp_path / new / "data" / "sandpit" / "history.sqlite"
             assert moved.exists()

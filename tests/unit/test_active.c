@@ -129,7 +129,7 @@ static void test_null_bytes_and_oversized_input_are_active(void)
     CHECK(!active_html_safe("a\0b", 3, false)); /* even without a tag */
     size_t n = ACTIVE_HTML_MAX_PARSE + 1;
     char *big = malloc(n);
-    REQUIRE(big);
+    REQUIRE(big != NULL);
     memset(big, 'a', n);
     memcpy(big, "<p>", 3);
     CHECK(!active_html_safe(big, n, false));
@@ -292,7 +292,7 @@ static void test_huge_active_html_is_withheld(void)
     struct active_policy p = {false};
     size_t n = (8u << 20) + 1;
     char *big = malloc(n + 1);
-    REQUIRE(big);
+    REQUIRE(big != NULL);
     for (size_t i = 0; i < n; i++)
         big[i] = "<b>\""[i % 4];
     big[n] = 0;

@@ -3,6 +3,7 @@
  * larger), the larger blocks are kept before the smaller, what is kept is
  * bounded and given back, and resizing keeps the content. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,12 +125,12 @@ static void test_resizing_keeps_the_content(void)
     blocks_release();
 }
 
-static volatile int churning = 1;
+static atomic_int churning = 1; /* atomic: read by the churning thread */
 
 static void *churn(void *arg)
 {
     (void)arg;
-    while (churning) {
+    while (atomic_load(&churning)) {
         void *b = blocks_alloc(BLOCKS_FROM);
         if (b)
             blocks_free(b);
@@ -158,7 +159,7 @@ static void test_a_child_forked_mid_use_can_use_blocks(void)
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             stuck = i + 1;
     }
-    churning = 0;
+    atomic_store(&churning, 0);
     pthread_join(t, NULL);
     CHECK_INT(stuck, 0);
     blocks_release();

@@ -62,7 +62,9 @@ static int parse(const struct flags *f, struct args *a, char *line, int *argc,
     int n = 0;
     memset(a, 0, sizeof *a);
     argv[n++] = "test";
-    for (char *w = strtok(line, " "); w && n < 15; w = strtok(NULL, " "))
+    char *save = NULL;
+    for (char *w = strtok_r(line, " ", &save); w && n < 15;
+         w = strtok_r(NULL, " ", &save))
         argv[n++] = w;
     argv[n] = NULL;
     *argc = n;

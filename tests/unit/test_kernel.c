@@ -422,8 +422,8 @@ static void test_the_glob_is_sqlites(void)
         "zzzzzz",
         "c",
         "ab\\*",
-        "a\xff"
-        "b",
+        ("a\xff"
+         "b"), /* two literals, so that the escape ends before the b */
         "*",
         "?",
     };

@@ -1,5 +1,5 @@
 /* The unit-test runner: fork per test, alarm() for the timeout, a line per
- * failure and one summary line per test file.
+ * failure or skip and one summary line per test file.
  *
  * A test that fails, crashes or times out never reaches its own clean-up, so
  * the runner does it: paths registered by the test (in memory shared with the
@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +21,19 @@
 #include <unistd.h>
 
 #define REMOVE_MAX 32
+#define REASON_MAX 512
 
 static int failures;
 
-/* Shared between the runner and the test it forked. */
+/* Shared between the runner and the test it forked (and what that forked). */
 struct removals {
     int n;
     char paths[REMOVE_MAX][PATH_MAX];
+    char skip_reason[REASON_MAX]; /* set by testing_skip() */
 };
 static struct removals *removals;
+
+enum outcome { OUTCOME_PASSED, OUTCOME_FAILED, OUTCOME_SKIPPED };
 
 bool testing_check(bool ok, const char *expr, const char *file, int line)
 {
@@ -66,6 +71,25 @@ void testing_abort(void)
 {
     fflush(stderr);
     _exit(1);
+}
+
+void testing_skip(const char *fmt, ...)
+{
+    fflush(NULL);
+    if (removals) {
+        /* After any reason given before (by another process of the same test). */
+        size_t used = strnlen(removals->skip_reason, sizeof removals->skip_reason);
+        if (used > 0 && used + 2 < sizeof removals->skip_reason) {
+            memcpy(removals->skip_reason + used, "; ", 3);
+            used += 2;
+        }
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(removals->skip_reason + used, sizeof removals->skip_reason - used, fmt,
+                  ap);
+        va_end(ap);
+    }
+    _exit(failures ? 1 : 0);
 }
 
 void testing_remove_after(const char *path)
@@ -118,13 +142,14 @@ static bool wanted(int argc, char **argv, const char *name)
     return false;
 }
 
-static int run_one(const struct testing_case *c)
+static enum outcome run_one(const struct testing_case *c)
 {
     fflush(NULL);
+    removals->skip_reason[0] = 0;
     pid_t pid = fork();
     if (pid < 0) {
         perror("fork");
-        return 1;
+        return OUTCOME_FAILED;
     }
     if (pid == 0) {
         setpgid(0, 0);
@@ -146,11 +171,11 @@ static int run_one(const struct testing_case *c)
         ;
     remove_registered();
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
+        return removals->skip_reason[0] ? OUTCOME_SKIPPED : OUTCOME_PASSED;
     if (WIFSIGNALED(status))
         fprintf(stderr, "    %s: killed by signal %d%s\n", c->name, WTERMSIG(status),
                 WTERMSIG(status) == SIGALRM ? " (timed out)" : "");
-    return 1;
+    return OUTCOME_FAILED;
 }
 
 int testing_main(int argc, char **argv, const struct testing_case *cases)
@@ -164,16 +189,28 @@ int testing_main(int argc, char **argv, const struct testing_case *cases)
         return 1;
     }
     removals->n = 0;
-    int run = 0, failed = 0;
+    int run = 0, failed = 0, skipped = 0;
     for (const struct testing_case *c = cases; c->name; c++) {
         if (!wanted(argc, argv, c->name))
             continue;
         run++;
-        if (run_one(c) != 0) {
+        switch (run_one(c)) {
+        case OUTCOME_PASSED:
+            break;
+        case OUTCOME_FAILED:
             fprintf(stderr, "  FAIL %s.%s\n", prog, c->name);
             failed++;
+            break;
+        case OUTCOME_SKIPPED:
+            fprintf(stderr, "  SKIP %s.%s: %s\n", prog, c->name, removals->skip_reason);
+            skipped++;
+            break;
         }
     }
-    printf("%s: %d of %d passed\n", prog, run - failed, run);
+    if (skipped)
+        printf("%s: %d of %d passed, %d skipped\n", prog, run - failed - skipped, run,
+               skipped);
+    else
+        printf("%s: %d of %d passed\n", prog, run - failed, run);
     return failed ? 1 : 0;
 }

@@ -5,6 +5,10 @@
  * What a test makes on disk, it registers with testing_remove_after(); the runner
  * removes it after the test, and ends whatever processes the test left running.
  *
+ * A test that cannot run here, for want of what the machine lacks (a kernel
+ * feature, a namespace, a cgroup), says so with testing_skip(reason): the runner
+ * reports it by name, with the reason, and counts it apart from those that passed.
+ *
  * A test file lists its tests in a table and calls testing_main():
  *
  *     static void test_x(void) { CHECK(1 + 1 == 2); }
@@ -50,6 +54,14 @@ bool testing_check_str(const char *got, const char *want, const char *expr,
 bool testing_check_int(long long got, long long want, const char *expr, const char *file,
                        int line);
 _Noreturn void testing_abort(void);
+
+/* Ends the calling process, and marks the test skipped: reason (a printf format)
+ * says what this machine lacks, and so what was not checked. A check that failed
+ * before still fails the test. A process that the test forked may call it too: the
+ * reason reaches the runner through memory shared with it, that process exits 0
+ * (nothing failed) and the test goes on; the runner reports it skipped at its end
+ * unless something failed. (The skip status of libuv's RETURN_SKIP.) */
+_Noreturn void testing_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Registers a file or folder that the test made, for the runner to remove (a
  * folder with what is in it) once the test's process has ended, however it ended:
