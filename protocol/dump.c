@@ -144,13 +144,11 @@ static size_t find_large(const json_t *part, struct large *out)
     size_t n = 0;
     const char *key, *key2;
     const json_t *v, *v2;
-    json_object_foreach((json_t *)part, key, v)
-    {
+    json_object_foreach((json_t *)part, key, v) {
         if (is_large(v) && n < DUMP_MAX_LARGE)
             out[n++] = (struct large){NULL, key, v};
         else if (json_is_object(v))
-            json_object_foreach((json_t *)v, key2, v2)
-            {
+            json_object_foreach((json_t *)v, key2, v2) {
                 if (is_large(v2) && n < DUMP_MAX_LARGE)
                     out[n++] = (struct large){key, key2, v2};
             }

@@ -236,8 +236,7 @@ static int replace(json_t *v, struct large *l, size_t n, const char **why)
     if (json_is_object(v)) {
         const char *key;
         json_t *member;
-        json_object_foreach(v, key, member)
-        {
+        json_object_foreach(v, key, member) {
             if (replace(member, l, n, why))
                 return -1;
         }

@@ -430,8 +430,7 @@ static void print_status_text(const json_t *s)
                json_is_true(json_object_get(lim, "sandbox")) ? "on" : "off");
         size_t i;
         json_t *l;
-        json_array_foreach(layers, i, l)
-        {
+        json_array_foreach(layers, i, l) {
             const char *detail = json_string_value(json_object_get(l, "detail"));
             printf("  %-18s %-12s %s\n",
                    or_unknown(json_string_value(json_object_get(l, "name"))),

@@ -284,8 +284,7 @@ static void add_outputs(json_t *content, const struct outcome *o)
 {
     size_t i;
     json_t *out;
-    json_array_foreach(o->outputs, i, out)
-    {
+    json_array_foreach(o->outputs, i, out) {
         const char *type = json_string_value(json_object_get(out, "type"));
         const char *text = json_string_value(json_object_get(out, "text"));
         json_t *images = json_object_get(out, "images");
@@ -300,8 +299,7 @@ static void add_outputs(json_t *content, const struct outcome *o)
         }
         size_t k;
         json_t *index;
-        json_array_foreach(images, k, index)
-        {
+        json_array_foreach(images, k, index) {
             json_t *img = json_array_get(o->images, (size_t)json_integer_value(index));
             const char *mime = json_string_value(json_object_get(img, "mime"));
             const char *data = json_string_value(json_object_get(img, "data"));

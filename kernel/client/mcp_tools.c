@@ -105,8 +105,7 @@ json_t *mcp_list_files(const struct workspace *ws, json_t *args)
     char *text = malloc(cap);
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e)
-    {
+    json_array_foreach(entries, i, e) {
         char line[PATH_MAX + 64];
         const char *type = json_string_value(json_object_get(e, "type"));
         const char *p = json_string_value(json_object_get(e, "path"));

@@ -115,7 +115,8 @@ static void add_display(struct outcome *o, const char *type, const json_t *conte
     }
     const char *key;
     json_t *value;
-    json_object_foreach(data, key, value) json_array_append_new(mimes, json_string(key));
+    json_object_foreach(data, key, value)
+        json_array_append_new(mimes, json_string(key));
     json_t *plain = json_object_get(data, "text/plain");
     bool is_result = strcmp(type, "execute_result") == 0;
     if (is_result)
@@ -166,8 +167,7 @@ static json_t *error_of(const json_t *content)
         return NULL;
     size_t i;
     json_t *line;
-    json_array_foreach(tb, i, line)
-    {
+    json_array_foreach(tb, i, line) {
         char *clean =
             json_is_string(line) ? outcome_strip_ansi(json_string_value(line)) : NULL;
         if (clean)
@@ -299,12 +299,12 @@ char *outcome_traceback_text(const json_t *error)
     json_t *tb = json_object_get(error, "traceback");
     size_t total = 1, i;
     json_t *line;
-    json_array_foreach(tb, i, line) total += json_string_length(line) + 1;
+    json_array_foreach(tb, i, line)
+        total += json_string_length(line) + 1;
     char *out = malloc(total), *w = out;
     if (!out)
         return NULL;
-    json_array_foreach(tb, i, line)
-    {
+    json_array_foreach(tb, i, line) {
         size_t n = json_string_length(line);
         memcpy(w, json_string_value(line), n);
         w += n;
@@ -345,8 +345,9 @@ static void cut_fields(json_t *obj, size_t max_chars)
     json_t *tb = json_object_get(obj, "traceback");
     size_t i;
     json_t *line;
-    json_array_foreach(tb, i, line) if (json_is_string(line))
-        json_array_set_new(tb, i, cut_string(json_string_value(line), max_chars));
+    json_array_foreach(tb, i, line)
+        if (json_is_string(line))
+            json_array_set_new(tb, i, cut_string(json_string_value(line), max_chars));
 }
 
 json_t *outcome_json(const struct outcome *o, const char *status, size_t max_chars)
@@ -360,7 +361,8 @@ json_t *outcome_json(const struct outcome *o, const char *status, size_t max_cha
     }
     size_t i;
     json_t *entry;
-    json_array_foreach(outputs, i, entry) cut_fields(entry, max_chars);
+    json_array_foreach(outputs, i, entry)
+        cut_fields(entry, max_chars);
     if (o->error)
         cut_fields(error, max_chars);
     json_t *result =

@@ -247,7 +247,8 @@ static void print_live(struct run *r, const struct msg *m)
         const char *text = json_string_value(json_object_get(last, "text"));
         size_t i;
         json_t *p;
-        json_array_foreach(files, i, p) printf("[image: %s]\n", json_string_value(p));
+        json_array_foreach(files, i, p)
+            printf("[image: %s]\n", json_string_value(p));
         bool result = strcmp(type, "execute_result") == 0;
         if (result) /* the end of the log, then the result */
             textcut_flush(&r->out);

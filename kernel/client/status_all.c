@@ -78,8 +78,7 @@ static void print_text(const json_t *list)
     printf("%-8s %-6s %-10s %s\n", "PID", "STATE", "FOR", "WORKSPACE");
     size_t i;
     json_t *k;
-    json_array_foreach(list, i, k)
-    {
+    json_array_foreach(list, i, k) {
         bool busy = json_is_true(json_object_get(k, "busy"));
         char span[32];
         snprintf(span, sizeof span, "%llds",

@@ -108,8 +108,7 @@ static void print_spec(const char *name, const char *dir, const json_t *spec, bo
     /* argv is BINARY kernel -f {connection_file} [options] */
     size_t i, shown = 0;
     json_t *a;
-    json_array_foreach(argv, i, a)
-    {
+    json_array_foreach(argv, i, a) {
         if (i >= 4 && json_is_string(a)) {
             print_word(json_string_value(a));
             shown++;

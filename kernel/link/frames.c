@@ -354,8 +354,7 @@ int link_hello_parse(const json_t *obj, struct link_hello *out, char *err, size_
     } else {
         size_t i;
         json_t *layer;
-        json_array_foreach(layers, i, layer)
-        {
+        json_array_foreach(layers, i, layer) {
             struct check lc = {layer, LINK_HELLO, err, errlen, 0};
             if (!json_is_object(layer)) {
                 fail(&c, "a sandbox layer is not an object");
@@ -405,14 +404,12 @@ int link_iopub_parse(const json_t *obj, struct link_iopub *out, char *err, size_
             fail(&c, "\"raw\" is not an array of at most %d paths", LINK_MAX_RAW);
         size_t i;
         json_t *path;
-        json_array_foreach(raw, i, path)
-        {
+        json_array_foreach(raw, i, path) {
             size_t n = json_array_size(path), j;
             json_t *key;
             if (!json_is_array(path) || n < 1 || n > 2)
                 fail(&c, "a path of \"raw\" is not one or two keys");
-            json_array_foreach(path, j, key)
-            {
+            json_array_foreach(path, j, key) {
                 if (!json_is_string(key) || json_string_length(key) > LINK_ID_MAX ||
                     strlen(json_string_value(key)) != json_string_length(key))
                     fail(&c, "a key of \"raw\" is not a short string without NUL");

@@ -222,8 +222,7 @@ static json_t *result_extra(const json_t *data)
     const char *mime;
     json_t *v;
     size_t kept = 0;
-    json_object_foreach((json_t *)data, mime, v)
-    {
+    json_object_foreach((json_t *)data, mime, v) {
         if (known_mime(mime))
             continue;
         if (kept == E2B_RESULT_MAX_EXTRA)

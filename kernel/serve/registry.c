@@ -121,8 +121,7 @@ static int take_env(const json_t *env, char ***out, char *user, size_t ulen, cha
     json_t *val;
     if (!v)
         return errbuf_set(500, err, errlen, "out of memory"), 500;
-    json_object_foreach((json_t *)env, key, val)
-    {
+    json_object_foreach((json_t *)env, key, val) {
         const char *s = json_string_value(val);
         if (!env_name_ok(key))
             continue;

@@ -200,8 +200,7 @@ int active_bundle(json_t *data, const struct active_policy *p)
     const char *mime;
     json_t *v;
     void *tmp;
-    json_object_foreach_safe(data, tmp, mime, v)
-    {
+    json_object_foreach_safe(data, tmp, mime, v) {
         enum kind kind = kind_of(mime);
         if (kind == KIND_OTHER ||
             (kind != KIND_EXEC && value_safe(mime, v, kind, p->remote)))
@@ -318,8 +317,7 @@ static int comm_walk(json_t *v, int depth, const struct active_policy *p)
     const char *key;
     json_t *m;
     void *tmp;
-    json_object_foreach_safe(v, tmp, key, m)
-    {
+    json_object_foreach_safe(v, tmp, key, m) {
         if (strcmp(key, "data") == 0 && json_object_get(v, "output_type"))
             continue;
         changed += comm_member(v, key, m, depth, p);
@@ -343,8 +341,8 @@ int active_reply(json_t *content, const struct active_policy *p)
     int changed = active_bundle(json_object_get(content, "data"), p);
     const char *name;
     json_t *v;
-    json_object_foreach(json_object_get(content, "user_expressions"), name, v) changed +=
-        active_bundle(json_object_get(v, "data"), p);
+    json_object_foreach(json_object_get(content, "user_expressions"), name, v)
+        changed += active_bundle(json_object_get(v, "data"), p);
     json_t *payload = json_object_get(content, "payload");
     for (size_t i = 0; i < json_array_size(payload); i++)
         changed += active_bundle(json_object_get(json_array_get(payload, i), "data"), p);

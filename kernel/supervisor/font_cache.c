@@ -104,8 +104,7 @@ static bool entry_ok(const json_t *e)
     json_t *v;
     if (!json_is_object(e))
         return false;
-    json_object_foreach((json_t *)e, key, v)
-    {
+    json_object_foreach((json_t *)e, key, v) {
         bool known = false;
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
             known |= strcmp(key, keys[i]) == 0;
@@ -124,8 +123,7 @@ static bool list_ok(const json_t *l, size_t *count)
     json_t *e;
     if (!json_is_array(l))
         return false;
-    json_array_foreach(l, i, e)
-    {
+    json_array_foreach(l, i, e) {
         if (++*count > FONT_CACHE_ENTRIES || !entry_ok(e))
             return false;
     }
@@ -142,8 +140,7 @@ bool font_cache_valid(const char *text, size_t len)
     const char *key;
     json_t *v;
     if (ok)
-        json_object_foreach(j, key, v)
-        {
+        json_object_foreach(j, key, v) {
             if (strcmp(key, "_version") == 0)
                 ok &= json_is_integer(v);
             else if (strcmp(key, "_FontManager__default_weight") == 0)
@@ -160,7 +157,8 @@ bool font_cache_valid(const char *text, size_t len)
     const json_t *fam = json_object_get(j, "defaultFamily");
     ok &= json_is_object(fam) && json_object_size(fam) <= 4;
     if (ok)
-        json_object_foreach((json_t *)fam, key, v) ok &= short_string(v);
+        json_object_foreach((json_t *)fam, key, v)
+            ok &= short_string(v);
     size_t count = 0;
     ok = ok && list_ok(json_object_get(j, "ttflist"), &count) &&
          list_ok(json_object_get(j, "afmlist"), &count) &&

@@ -251,8 +251,7 @@ static size_t reply_size(const json_t *content)
     size_t n = 0;
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)content, key, v)
-    {
+    json_object_foreach((json_t *)content, key, v) {
         if (strcmp(key, "status") == 0 || strcmp(key, "execution_count") == 0 ||
             strcmp(key, "sandpit_dropped") == 0 ||
             (json_is_array(v) && !json_array_size(v)) ||
@@ -341,8 +340,7 @@ static bool drop_parts(json_t *content, bool images)
     json_t *data = json_object_get(content, "data"), *v;
     const char *key;
     void *tmp;
-    json_object_foreach_safe(data, tmp, key, v)
-    {
+    json_object_foreach_safe(data, tmp, key, v) {
         if (sizes_is_image(key, v) == images)
             json_object_del(data, key);
     }
@@ -360,8 +358,7 @@ static size_t keep_images(json_t *content)
     json_t *id = json_object_get(json_object_get(content, "transient"), "display_id");
     const char *key;
     json_t *v;
-    json_object_foreach(md, key, v)
-    {
+    json_object_foreach(md, key, v) {
         if (json_object_get(data, key) && sizes_json(v) <= 256)
             json_object_set(kept, key, v);
     }
@@ -460,8 +457,7 @@ static size_t stream_extras(const json_t *content)
     size_t n = 0;
     const char *key, *name;
     json_t *v;
-    json_object_foreach((json_t *)content, key, v)
-    {
+    json_object_foreach((json_t *)content, key, v) {
         name = strcmp(key, "name") == 0 ? json_string_value(v) : NULL;
         if (strcmp(key, "text") != 0 &&
             !(name && (strcmp(name, "stdout") == 0 || strcmp(name, "stderr") == 0)))

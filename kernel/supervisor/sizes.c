@@ -23,14 +23,15 @@ size_t sizes_json(const json_t *v)
         size_t n = 1; /* the braces, and the commas between members */
         const char *key;
         json_t *m;
-        json_object_foreach((json_t *)v, key, m) n +=
-            strlen(key) + 4 + sizes_json(m); /* ,"key": */
+        json_object_foreach((json_t *)v, key, m)
+            n += strlen(key) + 4 + sizes_json(m); /* ,"key": */
         return json_object_size(v) ? n : 2;
     }
     case JSON_ARRAY: {
         size_t n = 1, i;
         json_t *m;
-        json_array_foreach(v, i, m) n += 1 + sizes_json(m);
+        json_array_foreach(v, i, m)
+            n += 1 + sizes_json(m);
         return json_array_size(v) ? n : 2;
     }
     case JSON_INTEGER:
@@ -117,8 +118,7 @@ size_t sizes_images(const json_t *content)
     size_t n = 0;
     const char *key;
     json_t *v;
-    json_object_foreach(json_object_get(content, "data"), key, v)
-    {
+    json_object_foreach(json_object_get(content, "data"), key, v) {
         if (sizes_is_image(key, v))
             n += json_string_length(v);
     }

@@ -440,8 +440,7 @@ static void test_workspace_list_never_follows_links(void)
     char all[2048] = "";
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e)
-    {
+    json_array_foreach(list, i, e) {
         char line[256];
         snprintf(line, sizeof line, "%s:%s ",
                  json_string_value(json_object_get(e, "path")),
