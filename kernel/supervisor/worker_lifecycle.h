@@ -40,10 +40,10 @@ struct respawn {
     long long hello_timer; /* the start-up deadline; 0: none */
     long long spare_timer; /* the next worker's start, once idle; 0: none */
     int stops;             /* times the running worker was stopped (SIGSTOP, ...) */
-    struct template *tpl;  /* forks workers once ready; NULL: none (owned) */
-    bool tpl_tried;        /* a template was started once: not again */
-    char *tpl_history;     /* the history's folder in the template's options (owned) */
-    unsigned started;      /* workers started */
+    struct worker_template *tpl; /* forks workers once ready; NULL: none (owned) */
+    bool tpl_tried;              /* a template was started once: not again */
+    char *tpl_history; /* the history's folder in the template's options (owned) */
+    unsigned started;  /* workers started */
 };
 
 /* The worker's program (or library), beside this binary, in out: 0, or -errno

@@ -310,7 +310,7 @@ static void on_link(struct loop *l, long long id, int events, void *data)
 /* Asks the template for the worker: the child's end of the link, of its log
  * and its group's cgroup.procs files (all borrowed). The pid, or 0 when the
  * template could not (the worker is then exec'd). */
-static pid_t fork_from_template(struct template *tpl, int link_fd, int log_fd,
+static pid_t fork_from_template(struct worker_template *tpl, int link_fd, int log_fd,
                                 const struct sandbox_cgroup *cg)
 {
     int fds[SPAWN_MAX_FDS] = {link_fd, log_fd};
@@ -394,7 +394,8 @@ static void make_worker_group(struct child *c, const struct sandbox_cgroup_limit
  * (unless template_only) exec'd. 0 with *p filled, or -errno. */
 static int start_worker_process(struct child *c, char *const argv[], char *const envp[],
                                 const struct sandbox_cgroup_limits *limits,
-                                struct template *tpl, bool template_only, struct proc *p)
+                                struct worker_template *tpl, bool template_only,
+                                struct proc *p)
 {
     int sv[2], logp[2];
     struct sandbox_cgroup *cg = &p->cgroup;
@@ -511,7 +512,7 @@ static void drop_spare(struct child *c, bool reaped)
 }
 
 int child_start(struct child *c, char *const argv[], char *const envp[],
-                const struct sandbox_cgroup_limits *limits, struct template *tpl)
+                const struct sandbox_cgroup_limits *limits, struct worker_template *tpl)
 {
     if (tpl)
         c->template_pid = template_pid(tpl);
@@ -530,7 +531,8 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
 }
 
 int child_start_spare(struct child *c, char *const argv[], char *const envp[],
-                      const struct sandbox_cgroup_limits *limits, struct template *tpl)
+                      const struct sandbox_cgroup_limits *limits,
+                      struct worker_template *tpl)
 {
     if (tpl)
         c->template_pid = template_pid(tpl);

@@ -19,7 +19,7 @@
 
 struct loop;
 struct child;
-struct template;
+struct worker_template;
 
 enum child_state {
     CHILD_DOWN,     /* no worker */
@@ -61,7 +61,7 @@ void child_set_frame_limit(struct child *c, size_t max);
  * there is one, is taken instead: it is most likely ready already. 0 or
  * -errno. */
 int child_start(struct child *c, char *const argv[], char *const envp[],
-                const struct sandbox_cgroup_limits *limits, struct template *tpl);
+                const struct sandbox_cgroup_limits *limits, struct worker_template *tpl);
 
 /* Starts a worker beforehand, for the next child_start to take: forked from a
  * ready template (never exec'd), it confines itself and says hello on its
@@ -69,7 +69,8 @@ int child_start(struct child *c, char *const argv[], char *const envp[],
  * template does not share with it. Does nothing when there is one already. 0,
  * -EAGAIN when the template is not ready, or -errno. */
 int child_start_spare(struct child *c, char *const argv[], char *const envp[],
-                      const struct sandbox_cgroup_limits *limits, struct template *tpl);
+                      const struct sandbox_cgroup_limits *limits,
+                      struct worker_template *tpl);
 
 /* Kills the spare, if any (the kernel is stopping). */
 void child_stop_spare(struct child *c);

@@ -31,8 +31,7 @@
 
 #define SPAWN_WAIT_MS 1000 /* for the pid of a worker it forks */
 
-struct template
-{
+struct worker_template {
     struct loop *loop;
     enum template_state state;
     pid_t pid;
@@ -42,7 +41,7 @@ struct template
 };
 
 /* Down for good: the socket closed, the process killed (reaped elsewhere). */
-static void take_down(struct template *t, const char *why)
+static void take_down(struct worker_template *t, const char *why)
 {
     if (t->state == TEMPLATE_DOWN)
         return;
@@ -62,7 +61,7 @@ static void on_control(struct loop *l, long long id, int events, void *data)
     (void)l;
     (void)id;
     (void)events;
-    struct template *t = data;
+    struct worker_template *t = data;
     enum spawn_answer kind;
     pid_t pid;
     int err;
@@ -100,9 +99,10 @@ static char **template_argv(char *const argv[])
     return v;
 }
 
-struct template *template_start(struct loop *loop, char *const argv[], char *const envp[])
+struct worker_template *template_start(struct loop *loop, char *const argv[],
+                                       char *const envp[])
 {
-    struct template *t = calloc(1, sizeof *t);
+    struct worker_template *t = calloc(1, sizeof *t);
     char **targv = template_argv(argv);
     int sv[2] = {-1, -1};
     int devnull = -1;
@@ -167,7 +167,7 @@ fail:
     return NULL;
 }
 
-void template_free(struct template *t)
+void template_free(struct worker_template *t)
 {
     if (!t)
         return;
@@ -179,18 +179,18 @@ void template_free(struct template *t)
     free(t);
 }
 
-enum template_state template_state(const struct template *t)
+enum template_state template_state(const struct worker_template *t)
 {
     return t ? t->state : TEMPLATE_DOWN;
 }
 
-pid_t template_pid(const struct template *t)
+pid_t template_pid(const struct worker_template *t)
 {
     return t ? t->pid : 0;
 }
 
-int template_spawn(struct template *t, const int *fds, size_t nfds, const char *note,
-                   pid_t *pid)
+int template_spawn(struct worker_template *t, const int *fds, size_t nfds,
+                   const char *note, pid_t *pid)
 {
     if (!t || t->state != TEMPLATE_READY)
         return -ENOTCONN;
@@ -223,7 +223,7 @@ int template_spawn(struct template *t, const int *fds, size_t nfds, const char *
     }
 }
 
-bool template_reaped(struct template *t, pid_t pid, int status)
+bool template_reaped(struct worker_template *t, pid_t pid, int status)
 {
     if (!t || pid != t->pid)
         return false;

@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 struct loop;
-struct template;
+struct worker_template;
 
 enum template_state {
     TEMPLATE_STARTING, /* started, not ready yet */
@@ -27,24 +27,24 @@ enum template_state {
  * makes it the template is added), envp its whole environment (both borrowed). The
  * supervisor becomes a subreaper, so that the workers the template forks are its
  * children. NULL when it cannot be started (logged). */
-struct template *template_start(struct loop *loop, char *const argv[],
-                                char *const envp[]);
+struct worker_template *template_start(struct loop *loop, char *const argv[],
+                                       char *const envp[]);
 
 /* Kills the template (its pid is left for the SIGCHLD handler to reap).
  * Accepts NULL. */
-void template_free(struct template *t);
+void template_free(struct worker_template *t);
 
-enum template_state template_state(const struct template *t);
-pid_t template_pid(const struct template *t);
+enum template_state template_state(const struct worker_template *t);
+pid_t template_pid(const struct worker_template *t);
 
 /* Asks a ready template for a worker with these descriptors (borrowed; see
  * SPAWN_FD_*) and cgroup note, and waits for its pid: the template answers in
  * a fork's time, and one that does not within a second is killed and taken
  * down. 0 with *pid set, or -errno (the template is then down). */
-int template_spawn(struct template *t, const int *fds, size_t nfds, const char *note,
-                   pid_t *pid);
+int template_spawn(struct worker_template *t, const int *fds, size_t nfds,
+                   const char *note, pid_t *pid);
 
 /* A child process was reaped: true if it was the template (now down). */
-bool template_reaped(struct template *t, pid_t pid, int status);
+bool template_reaped(struct worker_template *t, pid_t pid, int status);
 
 #endif
