@@ -56,6 +56,12 @@ static void test_without_the_sandbox_every_variable(void)
     worker_env_free(env);
 }
 
+/* What the supervisor puts before the library (worker_env.c): the sanitizer's
+ * runtime in a sanitised build, nothing otherwise. */
+#ifndef SANDPIT_WORKER_PRELOAD_FIRST
+#define SANDPIT_WORKER_PRELOAD_FIRST ""
+#endif
+
 /* The same call gives LD_PRELOAD naming the library alone, where the worker is
  * one; the kernel's own LD_PRELOAD never reaches the worker. */
 static void test_ld_preload_names_the_workers_library_alone(void)
@@ -66,7 +72,8 @@ static void test_ld_preload_names_the_workers_library_alone(void)
         REQUIRE(env != NULL);
 #ifdef SANDPIT_WORKER_PYTHON
         CHECK_INT(count_prefix(env, "LD_PRELOAD="), 1);
-        CHECK_STR(find(env, "LD_PRELOAD"), "/opt/sandpit-worker.so");
+        CHECK_STR(find(env, "LD_PRELOAD"),
+                  SANDPIT_WORKER_PRELOAD_FIRST "/opt/sandpit-worker.so");
 #else
         /* the worker is a program: nothing preloaded, and with the sandbox on
          * the kernel's preload is not among the harmless variables */
