@@ -11,43 +11,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sandbox/tfile.h"
+
 char *kfile_read_text(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (cap - len < 2) {
-            char *nb = cap < KFILE_TEXT_MAX ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                errno = cap < KFILE_TEXT_MAX ? ENOMEM : EFBIG;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            buf = NULL;
-            errno = e;
-            break;
-        }
-        if (n == 0) {
-            buf[len] = 0;
-            break;
-        }
-        len += (size_t)n;
-    }
+    char *text = NULL;
+    size_t len = 0;
+    int rc = tfile_read_fd(fd, KFILE_TEXT_MAX - 2, 4096, &text, &len);
     close(fd);
-    return buf;
+    errno = -rc;
+    return text;
 }
 
 int kfile_write_text(const char *path, const char *text)

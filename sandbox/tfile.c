@@ -263,22 +263,14 @@ int tfile_mkdir(int dirfd, const char *path, mode_t mode)
     return cur;
 }
 
-int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len)
+int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
-    int fd = tfile_open(dirfd, path, O_RDONLY);
-    if (fd < 0)
-        return fd;
-    struct stat st;
-    int rc = fstat(fd, &st) < 0 ? -errno : 0;
-    if (!rc && (uint64_t)st.st_size > max)
-        rc = -EFBIG;
-    size_t cap = rc ? 0 : (size_t)st.st_size + 1, n = 0;
-    char *buf = rc ? NULL : malloc(cap + 1);
-    if (!rc && !buf)
-        rc = -ENOMEM;
-    /* Read to the end: the file can grow after fstat, up to max. */
+    size_t cap = (hint > max ? max : hint) + 1, n = 0;
+    char *buf = malloc(cap + 1);
+    int rc = buf ? 0 : -ENOMEM;
+    /* Read to the end: what the hint said can grow, up to max. */
     while (!rc) {
         if (n == cap) {
             size_t want = cap * 2 > max + 1 ? max + 1 : cap * 2;
@@ -300,7 +292,6 @@ int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len)
         else
             n += (size_t)r;
     }
-    close(fd);
     if (!rc && n > max)
         rc = -EFBIG;
     if (rc) {
@@ -311,6 +302,23 @@ int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len)
     *out = buf;
     *len = n;
     return 0;
+}
+
+int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = tfile_open(dirfd, path, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    int rc = fstat(fd, &st) < 0 ? -errno : 0;
+    if (!rc && (uint64_t)st.st_size > max)
+        rc = -EFBIG;
+    if (!rc)
+        rc = tfile_read_fd(fd, max, (size_t)st.st_size, out, len);
+    close(fd);
+    return rc;
 }
 
 static void release(struct tfile_new *t)

@@ -81,6 +81,12 @@ int tfile_mkdir(int dirfd, const char *path, mode_t mode);
  * follows the *len bytes read), or -errno with *out NULL. */
 int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len);
 
+/* Reads the open descriptor fd to its end, if that is at most max bytes
+ * (-EFBIG otherwise); hint is the size expected, to allocate once. No path:
+ * for a descriptor already opened as it must be (tfile_read, the kernel's own
+ * files, standard input). 0 with *out as for tfile_read, or -errno. */
+int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len);
+
 /* A file being written: made under a fresh name, moved into place by
  * tfile_commit, or removed by tfile_abort. */
 struct tfile_new {

@@ -44,43 +44,11 @@
 /* Reads all of standard input. New string, or NULL with errno. */
 static char *read_stdin(void)
 {
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            break;
-        if (len + 1 >= cap) {
-            if (cap >= MAX_CODE_BYTES) {
-                free(buf);
-                buf = NULL;
-                errno = EFBIG;
-                break;
-            }
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-        }
-        ssize_t n = read(0, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            buf = NULL;
-            errno = e;
-            break;
-        }
-        if (n == 0) {
-            buf[len] = 0;
-            break;
-        }
-        len += (size_t)n;
-    }
-    return buf;
+    char *code = NULL;
+    size_t len = 0;
+    int rc = tfile_read_fd(0, MAX_CODE_BYTES - 2, 4096, &code, &len);
+    errno = -rc;
+    return code;
 }
 
 /* What a run keeps while the cell runs. */
