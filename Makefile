@@ -97,7 +97,7 @@ PROTOCOL_SRC := $(wildcard protocol/*.c)
 SANDBOX_SRC  := $(wildcard sandbox/*.c)
 # kernel/ and each of its folders (supervisor/, worker/, link/, ...): a new folder
 # needs no change here.
-KERNEL_SRC   := $(filter-out kernel/main.c kernel/worker_main.c kernel/worker_preload.c \
+KERNEL_SRC   := $(filter-out kernel/main.c kernel/worker_main.c kernel/worker_preload.c kernel/serve_main.c \
                   kernel/mem/pidcache.c,\
                   $(wildcard kernel/*.c kernel/*/*.c))
 PY_SRC       := $(sort $(wildcard kernel/python/sandpit/*.py))
@@ -106,6 +106,9 @@ LOGOS        := kernelspec/logo-32x32.png kernelspec/logo-64x64.png kernelspec/l
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(PROTOCOL_SRC) $(SANDBOX_SRC) $(KERNEL_SRC)) \
            $(BUILD)/embedded_runtime.o $(BUILD)/embedded_logos.o
 BIN     := $(BUILD)/sandpit
+# The kernel gateway (`sandpit serve` runs it): a program of its own, so that
+# libwebsockets is loaded by it alone and not by every kernel (kernel/serve_main.c).
+SERVE_PROGRAM := $(BUILD)/sandpit-serve
 WORKER_PROGRAM := $(BUILD)/sandpit-worker
 WORKER_LIBRARY := $(BUILD)/sandpit-worker.so
 WORKER  := $(if $(WORKER_PYTHON),$(WORKER_LIBRARY),$(WORKER_PROGRAM))
@@ -143,7 +146,7 @@ UNIT_SUPPORT := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,\
 .PHONY: all deps test unit-test integration-test format-check format demo bench \
         install uninstall clean fuzz fuzz-replay sanitize-test tsan-test analyse soak
 
-all: $(BIN) $(WORKER)
+all: $(BIN) $(WORKER) $(SERVE_PROGRAM)
 
 $(LIB_A): $(LIB_OBJ)
 	@echo "  AR    $@"
@@ -153,6 +156,10 @@ $(LIB_A): $(LIB_OBJ)
 # back the libraries' symbol tables (kernel/mem/loadpages.h), which a call bound
 # lazily would read again at its first use, cell after cell.
 $(BIN): $(BUILD)/kernel/main.o $(BUILD)/kernel/mem/pidcache.o $(LIB_A)
+	@echo "  LD    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
+
+$(SERVE_PROGRAM): $(BUILD)/kernel/serve_main.o $(LIB_A)
 	@echo "  LD    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(CPPFLAGS) $(LDFLAGS) -o $@ $^ -Wl,--as-needed -Wl,-z,now $(LDLIBS)
 
@@ -423,14 +430,16 @@ soak: deps all
 	$(PYTHON) tests/soak/soak.py --sandpit $(abspath $(BIN)) --cells 20000 --every 5000
 
 # --- install ----------------------------------------------------------------------
-install: $(BIN) $(WORKER)
+install: $(BIN) $(WORKER) $(SERVE_PROGRAM)
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/sandpit
+	install -m 755 $(SERVE_PROGRAM) $(DESTDIR)$(BINDIR)/sandpit-serve
 	install -m 755 $(WORKER) $(DESTDIR)$(BINDIR)/$(notdir $(WORKER))
-	@echo "installed $(DESTDIR)$(BINDIR)/sandpit and $(notdir $(WORKER)); now run: sandpit install --user"
+	@echo "installed $(DESTDIR)$(BINDIR)/sandpit, sandpit-serve and $(notdir $(WORKER)); now run: sandpit install --user"
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/sandpit $(DESTDIR)$(BINDIR)/sandpit-worker \
+	rm -f $(DESTDIR)$(BINDIR)/sandpit $(DESTDIR)$(BINDIR)/sandpit-serve \
+	    $(DESTDIR)$(BINDIR)/sandpit-worker \
 	    $(DESTDIR)$(BINDIR)/sandpit-worker.so
 
 clean:

@@ -14,18 +14,20 @@
  *
  * The kernel's stdout is never written to: in kernel mode everything goes
  * to the log on stderr. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernel/client/commands.h"
+#include "kernel/client/launch.h"
 #include "kernel/cmd/launcher.h"
 #include "kernel/util/userdir.h"
 #include "kernel/cmd/install.h"
 #include "kernel/cmd/kernelspecs.h"
 #include "kernel/util/log.h"
 #include "kernel/options.h"
-#include "kernel/serve/serve.h"
 #include "kernel/supervisor/worker_lifecycle.h"
 #include "kernel/supervisor/supervisor.h"
 #include "kernel/version.h"
@@ -168,6 +170,28 @@ static int check_sandbox_main(int argc, char **argv)
     return 0;
 }
 
+/* `sandpit serve`: the gateway's own program, beside this one (kernel/serve_main.c),
+ * with args (args[0] is "serve", replaced by the program's path). Returns only
+ * when it cannot be run. */
+static int serve_exec(char **args)
+{
+    char self[PATH_MAX], program[PATH_MAX + 16];
+    if (launch_self(self, sizeof self) != 0) {
+        fprintf(stderr, "sandpit serve: cannot find sandpit's own program\n");
+        return 1;
+    }
+    char *slash = strrchr(self, '/');
+    snprintf(program, sizeof program, "%.*s/sandpit-serve",
+             slash ? (int)(slash - self) : 1, slash ? self : ".");
+    args[0] = program;
+    execv(program, args);
+    fprintf(stderr,
+            "sandpit serve: cannot run %s (%s): it is installed beside sandpit (make "
+            "install puts both in place)\n",
+            program, strerror(errno));
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -184,7 +208,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "list") == 0)
         return kernelspecs_list_main(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0)
-        return serve_main(argc - 1, argv + 1);
+        return serve_exec(argv + 1);
     if (strcmp(cmd, "check-sandbox") == 0)
         return check_sandbox_main(argc - 1, argv + 1);
     int client_status = commands_main(cmd, argc - 1, argv + 1, SANDPIT_VERSION);

@@ -73,10 +73,14 @@ void launch_release(struct launched *k)
 
 int launch_self(char *buf, size_t len)
 {
+    static const char serve[] = "/sandpit-serve";
     ssize_t n = readlink("/proc/self/exe", buf, len - 1);
     if (n <= 0)
         return -errno;
     buf[n] = 0;
+    size_t ns = sizeof serve - 1;
+    if ((size_t)n > ns && strcmp(buf + n - ns, serve) == 0)
+        buf[n - (ssize_t)strlen("-serve")] = 0;
     return 0;
 }
 

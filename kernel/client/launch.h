@@ -25,7 +25,9 @@ struct launched {
 void launch_init(struct launched *k);
 void launch_release(struct launched *k);
 
-/* The absolute path of this binary (for argv[0]). 0 or -errno. */
+/* The absolute path of sandpit's binary (for argv[0]): this program's, or in the
+ * gateway's own program, sandpit-serve, the sandpit beside it, whose kernels it
+ * starts. 0 or -errno. */
 int launch_self(char *buf, size_t len);
 
 /* Starts argv[0] with argv: detached (new session, stdin and stdout on
