@@ -1,6 +1,7 @@
-"""Two processes from two files installed side by side: `sandpit` (the
-supervisor, the commands) and `sandpit-worker.so` (the code of the process that
-runs the cells), a library that Python's own program runs with, so that the
+"""Three files installed side by side: `sandpit` (the supervisor, the commands),
+`sandpit-serve` (the kernel gateway that `sandpit serve` runs, with the HTTP and
+TLS libraries that no kernel loads) and `sandpit-worker.so` (the code of the
+process that runs the cells), a library that Python's own program runs with, so that the
 worker shares CPython's code with every other Python (under GCC's
 AddressSanitizer and UBSan too; under ThreadSanitizer or clang's sanitizers the
 worker is a program of its own, `sandpit-worker`, with CPython linked in). Each
@@ -76,6 +77,8 @@ def test_each_process_loads_only_the_libraries_it_uses(k):
     supervisor, worker = libraries(pid), libraries(worker_of(pid))
     assert {"libzmq", "libcrypto", "libsqlite3"} <= supervisor
     assert "libpython3.11" not in supervisor
+    # The gateway's HTTP and TLS libraries are sandpit-serve's alone.
+    assert not {"libwebsockets", "libssl"} & supervisor
     assert not {"libzmq", "libcrypto", "libsqlite3", "libstdc++"} & worker
     # CPython is linked into the worker's program where Python has its static
     # library (Debian's does), and exported for the extension modules it loads;
@@ -117,4 +120,15 @@ def test_a_kernel_without_its_worker_program_says_so_and_stops(tmp_path):
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == 1
     assert str(lone.parent / "sandpit-worker.so") in p.stderr
+    assert "installed beside sandpit" in p.stderr
+
+
+def test_serve_without_its_program_says_so(tmp_path):
+    lone = tmp_path / "bin" / "sandpit"
+    lone.parent.mkdir()
+    shutil.copy(SANDPIT, lone)
+    p = subprocess.run([str(lone), "serve", "--help"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert p.returncode == 1
+    assert str(lone.parent / "sandpit-serve") in p.stderr
     assert "installed beside sandpit" in p.stderr

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from serve_helpers import Server, collect, execute, stdout_text, ws_connect
+from sandpit_testing import SANDPIT
 
 websocket = pytest.importorskip("websocket")
 
@@ -183,6 +184,31 @@ def test_a_kernel_that_dies_is_reported_dead():
         assert s.call("DELETE", "/api/kernels/" + kid)[0] == 204
         assert s.call("GET", "/api/kernels/" + kid)[0] == 404
         assert s.call("GET", "/api")[0] == 200
+    finally:
+        s.stop()
+
+
+def mapped_libraries(pid):
+    """The base names of the shared objects a process maps."""
+    with open("/proc/%d/maps" % pid) as f:
+        paths = {line.split()[-1] for line in f if "/" in line}
+    return {os.path.basename(p).split(".so")[0] for p in paths if ".so" in p}
+
+
+def test_the_gateway_is_its_own_program_and_its_kernels_are_sandpits():
+    # `sandpit serve` runs sandpit-serve, beside sandpit, in the same process;
+    # its kernels are sandpit's own program, which does not load the gateway's
+    # HTTP and TLS libraries.
+    s = Server()
+    try:
+        s.start_kernel()
+        exe = os.path.realpath("/proc/%d/exe" % s.proc.pid)
+        assert exe == os.path.join(os.path.dirname(os.path.realpath(SANDPIT)), "sandpit-serve")
+        assert "libwebsockets" in mapped_libraries(s.proc.pid)
+        pids = kernel_pids(s)
+        assert len(pids) == 1
+        assert os.path.realpath("/proc/%d/exe" % pids[0]) == os.path.realpath(SANDPIT)
+        assert not {"libwebsockets", "libssl"} & mapped_libraries(pids[0])
     finally:
         s.stop()
 
