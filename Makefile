@@ -286,7 +286,7 @@ unit-test: $(UNIT_BINS)
 	if [ $$fail = 0 ]; then echo "unit tests: all passed"; \
 	else echo "unit tests: FAILED"; exit 1; fi
 
-integration-test: $(BIN) $(WORKER) $(BENCH_BINS)
+integration-test: $(BIN) $(WORKER) $(SERVE_PROGRAM) $(BENCH_BINS)
 	SANDPIT_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -rs -p no:cacheprovider tests
 
 # The unit tests and a few integration files that go through every part of the
