@@ -140,8 +140,8 @@ static char **kernel_environment(pid_t parent, char *const *extra)
  * kernel starts in its --workspace, where its cells then run, whatever folder
  * the command was given in (a kernel started inside its workspace runs in that
  * folder: the notebook's, for a client that starts one per notebook). */
-static _Noreturn void exec_kernel(char **argv, char **env, int null_fd, int log_fd,
-                                  int err_fd)
+static _Noreturn void exec_kernel(char **argv, char **env, int in_fd, int out_fd,
+                                  int log_fd, int err_fd)
 {
     static const char opt[] = "--workspace";
     for (size_t i = 1; argv[i] && argv[i + 1]; i++) {
@@ -151,8 +151,8 @@ static _Noreturn void exec_kernel(char **argv, char **env, int null_fd, int log_
         if (n == sizeof opt && chdir(argv[i + 1]) == 0)
             break;
     }
-    dup2(null_fd, 0);
-    dup2(null_fd, 1);
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
     if (log_fd >= 0)
         dup2(log_fd, 2);
 #ifdef SYS_close_range
@@ -166,9 +166,12 @@ static _Noreturn void exec_kernel(char **argv, char **env, int null_fd, int log_
 }
 
 /* The descriptors a start needs: /dev/null, the log, the pipe on which exec's
- * error comes back and, detached, the one that carries the grandchild's pid. */
+ * error comes back and, detached, the one that carries the grandchild's pid;
+ * and the kernel's stdin and stdout (borrowed, not closed here), which are
+ * /dev/null unless the caller gave its own (launch_start_io). */
 struct start_fds {
     int null_fd, log_fd, errp[2], pidp[2];
+    int in_fd, out_fd;
 };
 
 static void start_fds_close(struct start_fds *f)
@@ -213,12 +216,12 @@ static pid_t fork_kernel(char **argv, char **env, bool child, struct start_fds *
             prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (getppid() != parent)
                 _exit(0);
-            exec_kernel(argv, env, f->null_fd, f->log_fd, f->errp[1]);
+            exec_kernel(argv, env, f->in_fd, f->out_fd, f->log_fd, f->errp[1]);
         }
         setsid();
         pid_t grandchild = fork();
         if (grandchild == 0)
-            exec_kernel(argv, env, f->null_fd, f->log_fd, f->errp[1]);
+            exec_kernel(argv, env, f->in_fd, f->out_fd, f->log_fd, f->errp[1]);
         ssize_t w = write(f->pidp[1], &grandchild, sizeof grandchild);
         (void)w;
         _exit(grandchild > 0 ? 0 : 1);
@@ -244,12 +247,15 @@ int launch_start(struct launched *k, char ***argvp, bool child, const char *log_
     return launch_start_env(k, argvp, child, log_path, NULL, err, errlen);
 }
 
-int launch_start_env(struct launched *k, char ***argvp, bool child, const char *log_path,
-                     char *const *extra_env, char *err, size_t errlen)
+/* launch_start_env, with the kernel's stdin and stdout on in_fd and out_fd
+ * (-1: /dev/null). */
+static int start_with(struct launched *k, char ***argvp, bool child, const char *log_path,
+                      char *const *extra_env, int in_fd, int out_fd, char *err,
+                      size_t errlen)
 {
     char **argv = *argvp;
     *argvp = NULL;
-    struct start_fds f = {-1, -1, {-1, -1}, {-1, -1}};
+    struct start_fds f = {-1, -1, {-1, -1}, {-1, -1}, -1, -1};
     int rc = 0;
     char **env = kernel_environment(child ? getpid() : 0, extra_env);
     if (k->pidfd >= 0)
@@ -264,8 +270,11 @@ int launch_start_env(struct launched *k, char ***argvp, bool child, const char *
     free(k->log_path);
     k->log_path = log_path ? strdup(log_path) : NULL;
     pid_t pid = 0;
-    if ((rc = start_fds_open(&f, log_path, child, err, errlen)) ||
-        (pid = fork_kernel(argv, env, child, &f, err, errlen)) < 0) {
+    if ((rc = start_fds_open(&f, log_path, child, err, errlen)) == 0) {
+        f.in_fd = in_fd >= 0 ? in_fd : f.null_fd;
+        f.out_fd = out_fd >= 0 ? out_fd : f.null_fd;
+    }
+    if (rc || (pid = fork_kernel(argv, env, child, &f, err, errlen)) < 0) {
         rc = rc ? rc : pid;
         goto out;
     }
@@ -288,6 +297,18 @@ out:
     free(env);
     start_fds_close(&f);
     return rc;
+}
+
+int launch_start_env(struct launched *k, char ***argvp, bool child, const char *log_path,
+                     char *const *extra_env, char *err, size_t errlen)
+{
+    return start_with(k, argvp, child, log_path, extra_env, -1, -1, err, errlen);
+}
+
+int launch_start_io(struct launched *k, char ***argvp, int in_fd, int out_fd,
+                    const char *log_path, char *err, size_t errlen)
+{
+    return start_with(k, argvp, true, log_path, NULL, in_fd, out_fd, err, errlen);
 }
 
 int launch_attach(struct launched *k, pid_t pid, char *const *argv, const char *log_path)
