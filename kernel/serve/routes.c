@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernel/embedded.h"
+#include "kernel/serve/mcp_http.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
 #include "kernel/serve/sessions.h"
@@ -245,6 +246,8 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
             routes_error(out, 404, "not found");
     } else if (n == 3 && strcmp(seg[0], "kernelspecs") == 0 && get) {
         logo(out, seg[1], seg[2]);
+    } else if (n == 1 && strcmp(seg[0], "mcp") == 0) {
+        mcp_http_handle(s, rq, out);
     } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && get) {
         out->text = metrics_text(s);
         out->status = out->text ? 200 : 500;

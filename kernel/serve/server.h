@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "kernel/serve/auth.h"
+#include "kernel/serve/mcp_session.h"
 #include "kernel/serve/registry.h"
 
 #define SERVE_MAX_BODY        (1u << 20)  /* bytes of a REST request's body */
@@ -48,6 +49,7 @@ struct serve {
     struct serve_metrics metrics;
     struct msg_session session;     /* the server's own messages (status dead) */
     struct serve_session *sessions; /* sessions.c's */
+    struct mcp_sessions mcp;        /* MCP over HTTP's (mcp_session.h) */
 };
 
 struct http_req;
