@@ -225,7 +225,7 @@ static void post(struct serve *s, const struct serve_request *rq, struct routes_
     if (!post_headers_ok(rq, &json_ok, &sse_ok, out))
         return;
     json_error_t e;
-    json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, 0, &e);
+    json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_DECODE_ANY, &e);
     struct post_summary ps;
     if (!body) {
         rpc_error(out, 400, JSONRPC_PARSE_ERROR, "the body is not JSON");
