@@ -75,53 +75,6 @@ struct mcp {
 
 /* --- tools ------------------------------------------------------------------------- */
 
-static json_t *tool_list(void)
-{
-    return json_pack(
-        "{s:[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s]}},"
-        "{s:s, s:s, s:s, s:{s:s, s:{}}},"
-        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}}, s:{s:b}},"
-        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:i, s:i, "
-        "s:s}}, s:[s]}, s:{s:b}}]}",
-        "tools",
-        /* python_exec */
-        "name", "python_exec", "title", "Run Python", "description",
-        "Runs Python code in a persistent, sandboxed interpreter: variables, imports and "
-        "functions stay from one call to the next. Returns what the code printed, the "
-        "value of its last expression, the traceback of an error, and each matplotlib "
-        "chart as a PNG image. The code can read and write files in the workspace "
-        "folder only; it has no network and cannot start programs.",
-        "inputSchema", "type", "object", "properties", "code", "type", "string",
-        "description", "the Python code of one cell", "timeout", "type", "number",
-        "description",
-        "a time limit for this call in seconds (it can only tighten the "
-        "kernel's own limit)",
-        "required", "code",
-        /* python_reset */
-        "name", "python_reset", "title", "Restart Python", "description",
-        "Restarts the interpreter: every variable, import and function defined by "
-        "earlier calls is gone. Files in the workspace stay.",
-        "inputSchema", "type", "object", "properties",
-        /* workspace_list */
-        "name", "workspace_list", "title", "List workspace files", "description",
-        "Lists the files and folders of the workspace (or of one folder in it), with "
-        "their sizes: what the code wrote.",
-        "inputSchema", "type", "object", "properties", "path", "type", "string",
-        "description", "a folder relative to the workspace (default: all of it)",
-        "annotations", "readOnlyHint", 1,
-        /* workspace_read */
-        "name", "workspace_read", "title", "Read a workspace file", "description",
-        "Reads a file of the workspace: UTF-8 text as text (a range of its bytes: by "
-        "default the first 100000), PNG, JPEG and GIF images as images.",
-        "inputSchema", "type", "object", "properties", "path", "type", "string",
-        "description", "the file's path relative to the workspace", "offset", "type",
-        "integer", "minimum", 0, "description",
-        "the first byte of text to read (default 0)", "length", "type", "integer",
-        "minimum", 1, "maximum", MCP_READ_MAX, "description",
-        "how many bytes of text to read (default 100000)", "required", "path",
-        "annotations", "readOnlyHint", 1);
-}
-
 /* Appends the end of the kernel's log to err, the reason a start failed, and
  * copies it to stderr, where the kernel's messages would otherwise go. */
 static void add_log_tail(struct mcp *m, char *err, size_t errlen)
@@ -200,6 +153,19 @@ static void interrupt_kernel(struct mcp *m)
 
 static void handle(struct mcp *m, json_t *msg);
 
+/* Removes the queued request whose id is id, if any: it was cancelled
+ * before its turn (over HTTP, several calls may wait behind a cell). */
+static void drop_queued(struct mcp *m, const json_t *id)
+{
+    for (size_t i = 0; id && i < json_array_size(m->queue); i++) {
+        json_t *q = json_array_get(m->queue, i);
+        if (json_object_get(q, "method") && json_equal(json_object_get(q, "id"), id)) {
+            json_array_remove(m->queue, i);
+            return;
+        }
+    }
+}
+
 /* stdin became readable while a cell runs. */
 static int on_fd(void *arg, int fd)
 {
@@ -221,10 +187,14 @@ static int on_fd(void *arg, int fd)
         }
         const char *method = json_string_value(json_object_get(msg, "method"));
         json_t *params = json_object_get(msg, "params");
-        if (method && strcmp(method, "notifications/cancelled") == 0 &&
-            json_equal(json_object_get(params, "requestId"), m->running_id)) {
+        json_t *rid = json_object_get(params, "requestId");
+        bool cancel = method && strcmp(method, "notifications/cancelled") == 0;
+        if (cancel && json_equal(rid, m->running_id)) {
             m->cancelled = true;
             interrupt_kernel(m);
+            json_decref(msg);
+        } else if (cancel) {
+            drop_queued(m, rid); /* a call still waiting its turn is never run */
             json_decref(msg);
         } else if (method && strcmp(method, "ping") == 0) {
             handle(m, msg);
@@ -538,7 +508,7 @@ static void handle(struct mcp *m, json_t *msg)
         json_t *r = json_object();
         jsonrpc_result(&m->rpc, id, &r);
     } else if (strcmp(method, "tools/list") == 0) {
-        json_t *r = tool_list();
+        json_t *r = mcp_tool_list();
         jsonrpc_result(&m->rpc, id, &r);
     } else if (strcmp(method, "tools/call") == 0) {
         handle_call(m, id, params);

@@ -1,4 +1,5 @@
-/* mcp_tools: text items, results, and the workspace tools of `sandpit mcp`.
+/* mcp_tools: the tool list, text items, results, and the workspace tools of
+ * `sandpit mcp`.
  *
  * workspace_read returns a file's text as text and PNG, JPEG and GIF images as
  * images. Text is a byte range (offset, length: by default the first 100,000
@@ -265,4 +266,51 @@ json_t *mcp_read_file(const struct workspace *ws, json_t *args)
         return mcp_tool_error("the file's text could not be sent", "out of memory");
     }
     return mcp_tool_result(&content, false);
+}
+
+json_t *mcp_tool_list(void)
+{
+    return json_pack(
+        "{s:[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s]}},"
+        "{s:s, s:s, s:s, s:{s:s, s:{}}},"
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}}, s:{s:b}},"
+        "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:s}, s:{s:s, s:i, s:i, "
+        "s:s}}, s:[s]}, s:{s:b}}]}",
+        "tools",
+        /* python_exec */
+        "name", "python_exec", "title", "Run Python", "description",
+        "Runs Python code in a persistent, sandboxed interpreter: variables, imports and "
+        "functions stay from one call to the next. Returns what the code printed, the "
+        "value of its last expression, the traceback of an error, and each matplotlib "
+        "chart as a PNG image. The code can read and write files in the workspace "
+        "folder only; it has no network and cannot start programs.",
+        "inputSchema", "type", "object", "properties", "code", "type", "string",
+        "description", "the Python code of one cell", "timeout", "type", "number",
+        "description",
+        "a time limit for this call in seconds (it can only tighten the "
+        "kernel's own limit)",
+        "required", "code",
+        /* python_reset */
+        "name", "python_reset", "title", "Restart Python", "description",
+        "Restarts the interpreter: every variable, import and function defined by "
+        "earlier calls is gone. Files in the workspace stay.",
+        "inputSchema", "type", "object", "properties",
+        /* workspace_list */
+        "name", "workspace_list", "title", "List workspace files", "description",
+        "Lists the files and folders of the workspace (or of one folder in it), with "
+        "their sizes: what the code wrote.",
+        "inputSchema", "type", "object", "properties", "path", "type", "string",
+        "description", "a folder relative to the workspace (default: all of it)",
+        "annotations", "readOnlyHint", 1,
+        /* workspace_read */
+        "name", "workspace_read", "title", "Read a workspace file", "description",
+        "Reads a file of the workspace: UTF-8 text as text (a range of its bytes: by "
+        "default the first 100000), PNG, JPEG and GIF images as images.",
+        "inputSchema", "type", "object", "properties", "path", "type", "string",
+        "description", "the file's path relative to the workspace", "offset", "type",
+        "integer", "minimum", 0, "description",
+        "the first byte of text to read (default 0)", "length", "type", "integer",
+        "minimum", 1, "maximum", MCP_READ_MAX, "description",
+        "how many bytes of text to read (default 100000)", "required", "path",
+        "annotations", "readOnlyHint", 1);
 }

@@ -1,5 +1,5 @@
 /* mcp_tools: the pieces of `sandpit mcp`'s tool results (kernel/client/mcp.c):
- * text items cut to --max-chars, results and errors, and the two workspace
+ * the tool list, text items cut to --max-chars, results and errors, and the two workspace
  * tools, workspace_list and workspace_read, that need no kernel. */
 #ifndef SANDPIT_MCP_TOOLS_H
 #define SANDPIT_MCP_TOOLS_H
@@ -14,6 +14,10 @@
 #define MCP_READ_DEFAULT      100000      /* bytes of text workspace_read returns */
 #define MCP_READ_MAX          1000000     /* the largest "length" it takes */
 #define MCP_READ_IMAGE_MAX    (10u << 20) /* the largest image it returns */
+
+/* The tools, as tools/list answers them ({"tools": [...]}). New; NULL when
+ * out of memory. */
+json_t *mcp_tool_list(void);
 
 /* The characters a text item keeps (0: all), from --max-chars. */
 void mcp_set_max_chars(size_t max_chars);

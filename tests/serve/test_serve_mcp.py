@@ -377,3 +377,29 @@ def test_sessions_are_bounded_and_culled():
         initialise(s)  # its place is free again
     finally:
         s.stop()
+
+
+def test_a_call_cancelled_while_it_waits_its_turn_never_runs(server):
+    sid = initialise(server)
+    replies = {}
+
+    def call(rid, code):
+        replies[rid] = post(server, exec_call(code, rid=rid), session=sid, timeout=90)
+
+    first = threading.Thread(target=call, args=("first", "import time\ntime.sleep(3)"))
+    first.start()
+    time.sleep(1)
+    queued = threading.Thread(target=call, args=("queued", "flag = 'ran'"))
+    queued.start()
+    time.sleep(0.5)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": "queued", "reason": "test"}}
+    assert post(server, cancel, session=sid)[0] == 202
+    queued.join(10)
+    assert not queued.is_alive()  # its stream ended, without an answer
+    assert [m for m in events(replies["queued"][2]) if "id" in m] == []
+    first.join(30)
+    assert events(replies["first"][2])[-1]["id"] == "first"
+    status, _, raw = post(server, exec_call("print(globals().get('flag'))", rid=3),
+                          session=sid, accept="application/json")
+    assert text_of(json.loads(raw)["result"]) == "[stdout]\nNone\n"
