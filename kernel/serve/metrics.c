@@ -58,6 +58,14 @@ char *metrics_text(const struct serve *s)
             s->reg.worker_restarts);
     counter(f, "sandpit_memory_limit_ends_total", "Workers ended by the memory limit.",
             s->reg.memory_ends);
+    fprintf(f,
+            "# HELP sandpit_mcp_sessions MCP sessions over HTTP open.\n"
+            "# TYPE sandpit_mcp_sessions gauge\nsandpit_mcp_sessions %d\n",
+            s->mcp.count);
+    counter(f, "sandpit_mcp_sessions_started_total", "MCP sessions started.",
+            s->mcp.started);
+    counter(f, "sandpit_mcp_sessions_culled_total", "MCP sessions ended for being idle.",
+            s->mcp.culled);
     counter(f, "sandpit_http_unauthorised_total", "Requests refused for their token.",
             s->metrics.unauthorised);
     counter(f, "sandpit_websockets_opened_total", "WebSocket connections opened.",

@@ -374,6 +374,10 @@ def test_sessions_are_bounded_and_culled():
         assert post(s, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                     session=first)[0] == 404
         assert "idle past the cull timeout" in s.log()
+        status, raw = s.request("GET", "/metrics")
+        assert status == 200
+        assert "sandpit_mcp_sessions_culled_total 1\n" in raw.decode()
+        assert "sandpit_mcp_sessions 0\n" in raw.decode()
         initialise(s)  # its place is free again
     finally:
         s.stop()
