@@ -148,7 +148,7 @@ static void exchange_emit(struct mcp_exchange *ex, json_t *msg)
     } else if (!ex->opened) {
         json_array_append(ex->early, msg);
     } else if (ex->st && !write_event(ex, msg)) {
-        log_warn("mcp session %s: a client reads its stream too slowly: ended",
+        log_warn("mcp session %.8s...: a client reads its stream too slowly: ended",
                  ex->sess ? ex->sess->id : "(ended)");
         http_stream_end(ex->st);
         ex->st = NULL;
@@ -306,7 +306,7 @@ static void on_child_message(void *arg, json_t *msg)
     struct mcp_pending *p = find_pending(s, json_object_get(msg, "id"), true);
     if (!p) {
         if (json_is_null(json_object_get(msg, "id")))
-            log_warn("mcp session %s: its process refused a message", s->id);
+            log_warn("mcp session %.8s...: its process refused a message", s->id);
         return; /* an answer nobody waits for any more */
     }
     json_object_set(msg, "id", p->client_id);
@@ -385,8 +385,9 @@ int mcp_session_new(struct mcp_sessions *ss, struct mcp_session **out, char *err
     s->ss = ss;
     s->last_active = monotime_now();
     struct mcp_child_hooks hooks = {on_child_message, on_child_exit, s};
-    char why[1024];
-    if (mcp_child_start(&ss->children, ss->kopts, ss->workspace, s->id, &hooks, &s->child,
+    char why[1024], name[16]; /* the log names a session by its id's start only */
+    snprintf(name, sizeof name, "%.8s...", s->id);
+    if (mcp_child_start(&ss->children, ss->kopts, ss->workspace, name, &hooks, &s->child,
                         why, sizeof why)) {
         log_error("mcp session: its process did not start: %s", why);
         free(s);
