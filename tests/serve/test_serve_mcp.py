@@ -407,3 +407,32 @@ def test_a_call_cancelled_while_it_waits_its_turn_never_runs(server):
     status, _, raw = post(server, exec_call("print(globals().get('flag'))", rid=3),
                           session=sid, accept="application/json")
     assert text_of(json.loads(raw)["result"]) == "[stdout]\nNone\n"
+
+
+def test_a_client_that_goes_mid_call_leaves_the_session_working(server):
+    sid = initialise(server)
+    import socket
+    body = json.dumps(exec_call("import time\ntime.sleep(1.5)\nleft = 'done'", rid=20))
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                  "Mcp-Session-Id: %s\r\nContent-Type: application/json\r\n"
+                  "Accept: %s\r\nContent-Length: %d\r\n\r\n%s"
+                  % (server.token, sid, ACCEPT_BOTH, len(body), body)).encode())
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    sock.close()  # gone before the answer: not a cancellation, the cell runs on
+    status, _, raw = post(server, exec_call("print(left)", rid=21), session=sid,
+                          accept="application/json")
+    assert status == 200 and text_of(json.loads(raw)["result"]) == "[stdout]\ndone\n"
+
+
+def test_the_servers_stop_ends_every_session():
+    s = Server()
+    try:
+        initialise(s)
+        initialise(s)
+        assert wait_for(lambda: sum(" kernel " in c for c in session_processes(s).values())
+                        == 2, 30)
+        pids = list(session_processes(s))
+    finally:
+        assert s.stop() == 0
+    assert wait_for(lambda: not [p for p in pids if os.path.exists("/proc/%d" % p)], 20)
