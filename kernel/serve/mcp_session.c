@@ -100,11 +100,34 @@ static void exchange_free(struct mcp_exchange *ex)
     free(ex);
 }
 
+/* msg as text; or, when it would not fit a stream's bound (a result with
+ * many large images), an error for the same request that says so, rather
+ * than a client cut off mid-answer. New string; NULL when out of memory. */
+static char *dump_bounded(const json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    size_t n = text ? strlen(text) : 0;
+    if (!text || n + 64 <= STREAM_MAX_QUEUED)
+        return text;
+    free(text);
+    char why[256];
+    snprintf(why, sizeof why,
+             "the answer (%zu bytes) is larger than the server's bound for one answer "
+             "(%u bytes): ask for less (fewer or smaller images, a shorter range)",
+             n, STREAM_MAX_QUEUED);
+    json_t *e = json_pack("{s:s, s:O?, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+                          json_object_get(msg, "id"), "error", "code",
+                          JSONRPC_INTERNAL_ERROR, "message", why);
+    text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    return text;
+}
+
 /* Writes one SSE event; false when the client cannot take it (it is gone,
  * or reads too slowly for the stream's bound). */
 static bool write_event(struct mcp_exchange *ex, const json_t *msg)
 {
-    char *text = json_dumps(msg, JSON_COMPACT);
+    char *text = dump_bounded(msg);
     if (!text)
         return false;
     size_t n = strlen(text);
@@ -126,7 +149,7 @@ static void exchange_finish(struct mcp_exchange *ex)
             one = fallback =
                 json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error",
                           "code", CANCELLED_CODE, "message", "the request was cancelled");
-        char *text = json_dumps(ex->batch ? ex->body : one, JSON_COMPACT);
+        char *text = dump_bounded(ex->batch ? ex->body : one);
         if (text)
             http_stream_write(ex->st, text, strlen(text));
         free(text);

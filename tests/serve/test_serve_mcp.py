@@ -436,3 +436,17 @@ def test_the_servers_stop_ends_every_session():
     finally:
         assert s.stop() == 0
     assert wait_for(lambda: not [p for p in pids if os.path.exists("/proc/%d" % p)], 20)
+
+
+def test_an_answer_past_the_streams_bound_is_an_error_not_a_cut(server, sid):
+    code = ("import os, base64\nfrom IPython.display import display\nfor i in range(3):\n"
+            "    data = b'\\x89PNG\\r\\n\\x1a\\n' + os.urandom(5 << 20)\n"
+            "    display({'image/png': base64.b64encode(data).decode()}, raw=True)")
+    for accept in (ACCEPT_BOTH, "application/json"):
+        status, _, raw = post(server, exec_call(code, rid=30), session=sid, accept=accept)
+        assert status == 200
+        reply = events(raw)[-1] if accept == ACCEPT_BOTH else json.loads(raw)
+        assert reply["id"] == 30 and "larger than the server's bound" in \
+            reply["error"]["message"]
+    assert post(server, {"jsonrpc": "2.0", "id": 31, "method": "ping"},
+                session=sid)[0] == 200
