@@ -306,9 +306,10 @@ int launch_start_env(struct launched *k, char ***argvp, bool child, const char *
 }
 
 int launch_start_io(struct launched *k, char ***argvp, int in_fd, int out_fd,
-                    const char *log_path, char *err, size_t errlen)
+                    const char *log_path, char *const *extra_env, char *err,
+                    size_t errlen)
 {
-    return start_with(k, argvp, true, log_path, NULL, in_fd, out_fd, err, errlen);
+    return start_with(k, argvp, true, log_path, extra_env, in_fd, out_fd, err, errlen);
 }
 
 int launch_attach(struct launched *k, pid_t pid, char *const *argv, const char *log_path)

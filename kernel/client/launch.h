@@ -44,11 +44,12 @@ int launch_start(struct launched *k, char ***argv, bool child, const char *log_p
 int launch_start_env(struct launched *k, char ***argv, bool child, const char *log_path,
                      char *const *extra_env, char *err, size_t errlen);
 
-/* launch_start as a child, with its stdin and stdout on in_fd and out_fd
+/* launch_start_env as a child, with its stdin and stdout on in_fd and out_fd
  * (borrowed: the child gets copies) in place of /dev/null: `sandpit serve`
  * runs `sandpit mcp` so, on pipes. */
 int launch_start_io(struct launched *k, char ***argv, int in_fd, int out_fd,
-                    const char *log_path, char *err, size_t errlen);
+                    const char *log_path, char *const *extra_env, char *err,
+                    size_t errlen);
 
 /* Attaches to a kernel we did not start in this process (from a state file):
  * copies argv (may be NULL) and opens a pidfd. 0 or -errno. */

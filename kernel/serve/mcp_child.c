@@ -294,13 +294,16 @@ static char **child_argv(const struct options *o, const char *workspace)
 
 /* The pipes, the process and the watches of c. 0 or -errno with err. */
 static int spawn(struct mcp_child *c, const struct options *o, const char *workspace,
-                 char *err, size_t errlen)
+                 const char *runtime_dir, char *err, size_t errlen)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, rc;
-    char log[64] = "";
+    char log[64] = "", runtime[PATH_MAX + 32];
+    char *env[] = {runtime, NULL};
     char **argv = child_argv(o, workspace);
     if (!argv)
         return errbuf_set(-ENOMEM, err, errlen, "out of memory");
+    snprintf(runtime, sizeof runtime, "JUPYTER_RUNTIME_DIR=%s",
+             runtime_dir ? runtime_dir : "");
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
         rc = errbuf_set(-errno, err, errlen, "cannot make pipes: %s", strerror(errno));
         goto out;
@@ -313,8 +316,8 @@ static int spawn(struct mcp_child *c, const struct options *o, const char *works
         rc = errbuf_set(-ENOMEM, err, errlen, "cannot relay its log");
         goto out;
     }
-    if ((rc = launch_start_io(&c->proc, &argv, in[0], out[1], log[0] ? log : NULL, err,
-                              errlen)))
+    if ((rc = launch_start_io(&c->proc, &argv, in[0], out[1], log[0] ? log : NULL,
+                              runtime_dir ? env : NULL, err, errlen)))
         goto out;
     c->in_fd = in[1];
     c->out_fd = out[0];
@@ -347,7 +350,7 @@ static void kill_now(struct mcp_child *c)
 }
 
 int mcp_child_start(struct mcp_child_set *set, const struct options *o,
-                    const char *workspace, const char *name,
+                    const char *workspace, const char *runtime_dir, const char *name,
                     const struct mcp_child_hooks *hooks, struct mcp_child **out,
                     char *err, size_t errlen)
 {
@@ -362,7 +365,7 @@ int mcp_child_start(struct mcp_child_set *set, const struct options *o,
     c->next = set->head;
     set->head = c;
     set->count++;
-    int rc = spawn(c, o, workspace, err, errlen);
+    int rc = spawn(c, o, workspace, runtime_dir, err, errlen);
     if (rc) {
         kill_now(c);
         child_free(c);

@@ -51,10 +51,12 @@ void mcp_child_set_init(struct mcp_child_set *set, struct lws_context *ctx,
 void mcp_child_set_release(struct mcp_child_set *set);
 
 /* Starts `sandpit mcp --workspace workspace` with the kernel options o
- * (borrowed), name (a session's id) naming it in the log. 0 with *out
- * borrowed, or -errno with a sentence in err. */
+ * (borrowed), its kernel's connection file and log in runtime_dir (the
+ * server's private folder, removed with it: what a child killed leaves
+ * there goes too; NULL: Jupyter's runtime folder), name naming it in the
+ * log. 0 with *out borrowed, or -errno with a sentence in err. */
 int mcp_child_start(struct mcp_child_set *set, const struct options *o,
-                    const char *workspace, const char *name,
+                    const char *workspace, const char *runtime_dir, const char *name,
                     const struct mcp_child_hooks *hooks, struct mcp_child **out,
                     char *err, size_t errlen);
 

@@ -410,8 +410,8 @@ int mcp_session_new(struct mcp_sessions *ss, struct mcp_session **out, char *err
     struct mcp_child_hooks hooks = {on_child_message, on_child_exit, s};
     char why[1024], name[16]; /* the log names a session by its id's start only */
     snprintf(name, sizeof name, "%.8s...", s->id);
-    if (mcp_child_start(&ss->children, ss->kopts, ss->workspace, name, &hooks, &s->child,
-                        why, sizeof why)) {
+    if (mcp_child_start(&ss->children, ss->kopts, ss->workspace, ss->private_dir, name,
+                        &hooks, &s->child, why, sizeof why)) {
         log_error("mcp session: its process did not start: %s", why);
         free(s);
         return errbuf_set(500, err, errlen, "the MCP session did not start: %s", why),
@@ -494,13 +494,14 @@ static void on_cull(lws_sorted_usec_list_t *sul)
 
 void mcp_sessions_init(struct mcp_sessions *ss, struct lws_context *ctx,
                        struct lws_vhost *vh, const struct options *kopts,
-                       const char *workspace, int max, double cull_idle_s, bool cull_busy,
-                       bool relay_logs)
+                       const char *workspace, const char *private_dir, int max,
+                       double cull_idle_s, bool cull_busy, bool relay_logs)
 {
     memset(ss, 0, sizeof *ss);
     mcp_child_set_init(&ss->children, ctx, vh, relay_logs);
     ss->kopts = kopts;
     ss->workspace = workspace;
+    ss->private_dir = private_dir;
     ss->max = max > 0 ? max : MCP_SESSIONS_MAX;
     ss->cull_idle_s = cull_idle_s;
     ss->cull_busy = cull_busy;

@@ -36,6 +36,7 @@ struct mcp_sessions {
     struct mcp_child_set children;
     const struct options *kopts; /* borrowed: the children's kernel options */
     const char *workspace;       /* borrowed */
+    const char *private_dir;     /* borrowed: the server's, for their kernels' files */
     double cull_idle_s;          /* 0: never */
     bool cull_busy;
     lws_sorted_usec_list_t cull_timer;
@@ -45,8 +46,8 @@ struct mcp_sessions {
 /* max 0: MCP_SESSIONS_MAX. Starts the cull timer when cull_idle_s > 0. */
 void mcp_sessions_init(struct mcp_sessions *ss, struct lws_context *ctx,
                        struct lws_vhost *vh, const struct options *kopts,
-                       const char *workspace, int max, double cull_idle_s, bool cull_busy,
-                       bool relay_logs);
+                       const char *workspace, const char *private_dir, int max,
+                       double cull_idle_s, bool cull_busy, bool relay_logs);
 
 /* Ends every session and exchange, and waits for the children. */
 void mcp_sessions_release(struct mcp_sessions *ss);

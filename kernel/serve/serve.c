@@ -179,8 +179,9 @@ int serve_main(int argc, char **argv)
     s.reg.ctx = s.ctx;
     bridge_hook(&s);
     registry_start_timers(&s.reg);
-    mcp_sessions_init(&s.mcp, s.ctx, s.vh, &kopts, s.reg.workspace, s.reg.max_kernels,
-                      s.reg.cull_idle_s, s.reg.cull_busy, s.reg.relay_logs);
+    mcp_sessions_init(&s.mcp, s.ctx, s.vh, &kopts, s.reg.workspace, private_dir,
+                      s.reg.max_kernels, s.reg.cull_idle_s, s.reg.cull_busy,
+                      s.reg.relay_logs);
     announce(&s, generated);
     run_loop(&s);
     status = 0;

@@ -352,7 +352,8 @@ def test_a_dead_process_ends_its_session_and_its_streams(server):
     t = threading.Thread(target=long_call)
     t.start()
     time.sleep(2)
-    os.kill(mine.pop(), signal.SIGKILL)
+    killed = mine.pop()
+    os.kill(killed, signal.SIGKILL)
     t.join(30)
     assert not t.is_alive()
     status, _, raw = result["reply"]
@@ -361,6 +362,11 @@ def test_a_dead_process_ends_its_session_and_its_streams(server):
     assert last["id"] == 13 and "session has ended" in last["error"]["message"]
     assert post(server, {"jsonrpc": "2.0", "id": 14, "method": "ping"},
                 session=sid)[0] == 404
+    # Its kernel's connection file is in the server's private folder, which
+    # goes with the server, not left in Jupyter's runtime folder.
+    for d in (os.environ.get("JUPYTER_RUNTIME_DIR"),
+              os.path.expanduser("~/.local/share/jupyter/runtime")):
+        assert not d or not os.path.exists(os.path.join(d, "sandpit-mcp-%d.json" % killed))
 
 
 def test_sessions_are_bounded_and_culled():
