@@ -456,3 +456,29 @@ def test_an_answer_past_the_streams_bound_is_an_error_not_a_cut(server, sid):
             reply["error"]["message"]
     assert post(server, {"jsonrpc": "2.0", "id": 31, "method": "ping"},
                 session=sid)[0] == 200
+
+
+def test_a_batch_with_a_call_streams_each_answer(server, sid):
+    batch = [exec_call("z = 3\nz * 3", rid="b1"),
+             {"jsonrpc": "2.0", "id": "b2", "method": "ping"}]
+    status, headers, raw = post(server, batch, session=sid)
+    assert status == 200 and headers["Content-Type"] == "text/event-stream"
+    answers = {m["id"]: m for m in events(raw) if "id" in m}
+    assert set(answers) == {"b1", "b2"}
+    assert text_of(answers["b1"]["result"]) == "9" and answers["b2"]["result"] == {}
+
+
+def test_sessions_are_apart_and_an_older_version_is_spoken(server):
+    init = json.loads(json.dumps(INIT))
+    init["params"]["protocolVersion"] = "2025-03-26"
+    status, headers, raw = post(server, init, accept="application/json")
+    assert status == 200 and json.loads(raw)["result"]["protocolVersion"] == "2025-03-26"
+    one, two = headers["Mcp-Session-Id"], initialise(server)
+    assert one != two
+    h = {"MCP-Protocol-Version": "2025-03-26"}
+    post(server, exec_call("who = 'one'", rid=1), session=one, headers=h)
+    post(server, exec_call("who = 'two'", rid=1), session=two)
+    for sess, want in ((one, "one"), (two, "two")):
+        status, _, raw = post(server, exec_call("print(who)", rid=1), session=sess,
+                              accept="application/json")
+        assert text_of(json.loads(raw)["result"]) == "[stdout]\n%s\n" % want
