@@ -116,8 +116,10 @@ static int add_cors(struct lws *wsi, struct serve *s, unsigned char **p,
         return 0;
     return add_header(wsi, "access-control-allow-origin:", s->cfg.allow_origin, p, end) ||
            add_header(wsi, "access-control-allow-headers:",
-                      "Authorization, Content-Type, X-XSRFToken, X-Requested-With", p,
-                      end) ||
+                      "Authorization, Content-Type, X-XSRFToken, X-Requested-With, "
+                      "Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+                      p, end) ||
+           add_header(wsi, "access-control-expose-headers:", "Mcp-Session-Id", p, end) ||
            add_header(wsi, "access-control-allow-methods:",
                       "GET, POST, PATCH, DELETE, OPTIONS", p, end);
 }
@@ -152,17 +154,24 @@ static int respond_stream(struct lws *wsi, struct serve_pss *pss, struct routes_
                                         *end = hbuf + sizeof hbuf - 1;
     json_decref(r->json);
     free(r->text);
-    if (lws_add_http_header_status(wsi, (unsigned int)r->status, &p, end) ||
-        add_header(wsi, "content-type:", type, &p, end) ||
-        add_header(wsi, "transfer-encoding:", "chunked", &p, end) ||
-        add_common(wsi, r, &p, end) ||
-        lws_finalize_write_http_header(wsi, start, &p, end) ||
-        !(req->stream = stream_new(wsi)))
+    if (!(req->stream = stream_new(wsi)))
         return -1;
+    int rc = lws_add_http_header_status(wsi, (unsigned int)r->status, &p, end) ||
+                     add_header(wsi, "content-type:", type, &p, end) ||
+                     add_header(wsi, "transfer-encoding:", "chunked", &p, end) ||
+                     add_common(wsi, r, &p, end) ||
+                     lws_finalize_write_http_header(wsi, start, &p, end)
+                 ? -1
+                 : 0;
     metrics_observe(serve_of(wsi), monotime_now() - req->started);
     lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* the handler bounds its answer */
+    /* The handler is given its stream even when the headers could not go:
+     * the connection then closes, and it learns so as it would of a client
+     * that went, rather than keeping what it made for the answer. */
+    if (rc)
+        stream_refuse(req->stream);
     r->stream_open(r->stream_arg, req->stream);
-    return 0;
+    return rc;
 }
 
 /* Writes the answer's headers, and keeps its body for the writable turn. */

@@ -112,6 +112,11 @@ int stream_writable(struct http_stream *st, int *finished)
     return 0;
 }
 
+void stream_refuse(struct http_stream *st)
+{
+    st->closing = true;
+}
+
 void stream_gone(struct http_stream *st)
 {
     if (!st)

@@ -37,6 +37,9 @@ void http_stream_on_gone(struct http_stream *st, void (*fn)(void *arg), void *ar
 struct http_stream *stream_new(struct lws *wsi);
 /* The writable turn: writes a chunk, or the end. 0, or -1 to close. */
 int stream_writable(struct http_stream *st, int *finished);
+/* The answer could not begin (its headers did not go): every write is
+ * -EPIPE, and the connection is to close. */
+void stream_refuse(struct http_stream *st);
 /* The connection has gone: the handler is told unless it has ended. Frees. */
 void stream_gone(struct http_stream *st);
 
