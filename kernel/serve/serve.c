@@ -103,6 +103,8 @@ static void announce(const struct serve *s, bool generated)
     int port = lws_get_vhost_listen_port(s->vh);
     const char *scheme = s->cfg.certfile ? "https" : "http";
     log_info("listening on %s://%s:%d/", scheme, s->cfg.ip, port);
+    log_info("for code written for E2B: E2B_DEBUG=true E2B_SANDBOX_URL=%s://%s:%d/e2b/%s",
+             scheme, s->cfg.ip, port, s->cfg.e2b_secret);
     if (generated)
         fprintf(stderr,
                 "sandpit serve: the token (generated; --token or --token-file to choose "
@@ -194,5 +196,6 @@ out:
     serve_options_release(&s);
     options_release(&kopts);
     lws_explicit_bzero(s.cfg.token, sizeof s.cfg.token);
+    lws_explicit_bzero(s.cfg.e2b_secret, sizeof s.cfg.e2b_secret);
     return status;
 }
