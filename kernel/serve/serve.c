@@ -22,6 +22,7 @@
 #include "kernel/serve/bridge.h"
 #include "kernel/serve/codec.h"
 #include "kernel/serve/conns.h"
+#include "kernel/serve/e2b_exec.h"
 #include "kernel/serve/http.h"
 #include "kernel/serve/loop.h"
 #include "kernel/serve/options_serve.h"
@@ -180,6 +181,10 @@ int serve_main(int argc, char **argv)
     s.reg.vh = s.vh;
     s.reg.ctx = s.ctx;
     bridge_hook(&s);
+    if (e2b_hook(&s)) {
+        fprintf(stderr, "sandpit serve: out of memory\n");
+        goto out;
+    }
     registry_start_timers(&s.reg);
     announce(&s, generated);
     run_loop(&s);
@@ -189,6 +194,7 @@ out:
     registry_release(&s.reg);
     if (s.ctx)
         lws_context_destroy(s.ctx);
+    e2b_release(&s);
     running = NULL;
     if (private_dir)
         tmpdir_remove(private_dir);
