@@ -100,8 +100,8 @@ bool auth_secret_valid(const char *secret)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = secret[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '.' || c == '_' || c == '~'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~'))
             return false;
     }
     return true;

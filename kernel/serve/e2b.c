@@ -167,8 +167,7 @@ static void context_started(struct serve *s, struct routes_resp *out,
 static int context_body(const json_t *req, const char **cwd, struct routes_resp *out)
 {
     const char *language;
-    if (!optional_string(req, "language", &language) ||
-        !optional_string(req, "cwd", cwd))
+    if (!optional_string(req, "language", &language) || !optional_string(req, "cwd", cwd))
         routes_error(out, 400, "language and cwd must be strings");
     else if (!python(language))
         not_python(out, language);
@@ -239,7 +238,8 @@ static void one_context(struct serve *s, const char *method, char **seg, int n,
     } else if (n == 2 && strcmp(method, "GET") == 0) {
         reply(out, 200, e2b_context_json(k));
     } else {
-        routes_error(out, n <= 3 ? 405 : 404, n <= 3 ? "method not allowed" : "not found");
+        routes_error(out, n <= 3 ? 405 : 404,
+                     n <= 3 ? "method not allowed" : "not found");
     }
 }
 

@@ -228,9 +228,8 @@ static void drain_shell(struct serve_kernel *k)
     void *sock = k->client.sockets[CONNECTION_SHELL];
     struct msg *m;
     int rc;
-    for (int i = 0; i < 1024 && (rc = zwire_recv(sock, &k->client.sign, &m, NULL)) !=
-                                    -EAGAIN;
-         i++) {
+    for (int i = 0;
+         i < 1024 && (rc = zwire_recv(sock, &k->client.sign, &m, NULL)) != -EAGAIN; i++) {
         if (rc == 0)
             msg_free(m);
         else if (rc != -EBADMSG)
@@ -386,7 +385,8 @@ int e2b_default_context(struct serve *s, struct serve_kernel **out, char *err,
                         size_t errlen)
 {
     struct e2b *e = s->e2b;
-    struct serve_kernel *k = e->default_id[0] ? registry_find(&s->reg, e->default_id) : NULL;
+    struct serve_kernel *k =
+        e->default_id[0] ? registry_find(&s->reg, e->default_id) : NULL;
     if (k && !k->dead_at && k->e2b) {
         *out = k;
         return 0;
@@ -398,8 +398,8 @@ int e2b_default_context(struct serve *s, struct serve_kernel **out, char *err,
     }
     ctx->s = s;
     ctx->starting = true;
-    int status = registry_start_async(&s->reg, NULL, NULL, default_ready, ctx, &k, err,
-                                      errlen);
+    int status =
+        registry_start_async(&s->reg, NULL, NULL, default_ready, ctx, &k, err, errlen);
     if (status) {
         free(ctx->cwd);
         free(ctx);

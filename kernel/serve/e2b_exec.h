@@ -19,12 +19,12 @@
 #include "kernel/serve/resp.h"
 #include "kernel/serve/server.h"
 
-#define E2B_KEEPALIVE_S   5.0     /* a keepalive line after this much silence */
-#define E2B_MAX_LINES     100000  /* output lines of one cell sent, then dropped */
-#define E2B_MAX_CELLS     16      /* cells of one context waiting or running */
-#define E2B_CWD_MAX       1024    /* bytes of a context's cwd */
-#define E2B_DEFAULT_CWD   "/home/user"
-#define E2B_PRE_MAX       (1u << 20) /* bytes kept before the stream opens */
+#define E2B_KEEPALIVE_S 5.0    /* a keepalive line after this much silence */
+#define E2B_MAX_LINES   100000 /* output lines of one cell sent, then dropped */
+#define E2B_MAX_CELLS   16     /* cells of one context waiting or running */
+#define E2B_CWD_MAX     1024   /* bytes of a context's cwd */
+#define E2B_DEFAULT_CWD "/home/user"
+#define E2B_PRE_MAX     (1u << 20) /* bytes kept before the stream opens */
 
 /* Registers e2b_exec's hooks in s->reg, after (and calling) those already
  * there (the bridge's). 0 or -ENOMEM. */

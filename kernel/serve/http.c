@@ -292,7 +292,9 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
     int e2b = auth_e2b_path(s->cfg.e2b_secret, path, &rest);
     pss->req->e2b_prefix = e2b > 0;
     snprintf(pss->req->path, sizeof pss->req->path, "%s",
-             e2b <= 0 ? path : *rest ? rest : "/");
+             e2b <= 0 ? path
+             : *rest  ? rest
+                      : "/");
     if (e2b < 0 || (!e2b && strcmp(method, "OPTIONS") != 0 && !http_authorised(wsi))) {
         s->metrics.unauthorised++;
         return answer_error(wsi, pss, 401, "a valid token is required");

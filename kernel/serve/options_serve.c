@@ -125,7 +125,8 @@ static int number(const char *opt, const char *v, double lo, double hi, double *
 /* The server's own flags as given, before they are checked and applied. */
 struct serve_args {
     const char *ip, *port, *token, *token_file, *certfile, *keyfile, *allow_origin,
-        *workspaces, *max_kernels, *cull_idle, *log_format, *max_per_address, *ws_ping, *e2b_secret_file;
+        *workspaces, *max_kernels, *cull_idle, *log_format, *max_per_address, *ws_ping,
+        *e2b_secret_file;
     bool allow_insecure, cull_busy, cull_connected;
 };
 
@@ -221,9 +222,9 @@ static int apply(struct serve *s, const struct serve_args *a, char *err, size_t 
  * secret travels in URLs, which proxies and shells keep). */
 static int e2b_secret(struct serve_config *c, const char *file, char *err, size_t errlen)
 {
-    int rc = file ? read_token_file(file, c->e2b_secret, sizeof c->e2b_secret, err,
-                                    errlen)
-                  : auth_token_generate(c->e2b_secret, sizeof c->e2b_secret);
+    int rc = file
+                 ? read_token_file(file, c->e2b_secret, sizeof c->e2b_secret, err, errlen)
+                 : auth_token_generate(c->e2b_secret, sizeof c->e2b_secret);
     if (rc)
         return file ? rc : errbuf_set(rc, err, errlen, "cannot make the E2B secret");
     if (!auth_secret_valid(c->e2b_secret))
