@@ -372,3 +372,15 @@ def test_a_context_removed_mid_cell_ends_its_stream_with_an_error(server):
     assert [o["type"] for o in got][-2:] == ["error", "end_of_execution"], got
     assert got[-2]["name"] == "ContextGone"
     assert lines[-1][0] < 30
+
+
+def test_a_cell_whose_worker_dies_ends_with_an_error_and_the_context_goes_on(server):
+    status, ctx = server.call("POST", "/contexts", {})
+    assert status == 200
+    got = run(server, "import os\nprint('bye', flush=True)\nos._exit(3)",
+              context_id=ctx["id"])
+    errors = [o for o in got if o["type"] == "error"]
+    assert [e["name"] for e in errors] == ["WorkerDied"], got
+    got = run(server, "1 + 2", context_id=ctx["id"])
+    assert main_result(got)[0]["text"] == "3", got
+    assert server.call("DELETE", "/contexts/" + ctx["id"])[0] == 204
