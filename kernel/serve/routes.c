@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "kernel/embedded.h"
+#include "kernel/serve/e2b.h"
+#include "kernel/serve/e2b_exec.h"
 #include "kernel/serve/mcp_http.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
@@ -192,6 +194,8 @@ static void one_kernel(struct serve *s, const char *method, char **seg, int n,
         else
             out->status = 204;
     } else if (n == 4 && strcmp(seg[3], "restart") == 0 && strcmp(method, "POST") == 0) {
+        e2b_exec_cut(k, "ContextRestarting", "Context was restarted",
+                     true); /* its E2B cells */
         if (registry_restart(k, err, sizeof err))
             routes_error(out, k->dead_at || k->ready ? 409 : 500, err);
         else
@@ -233,7 +237,10 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
     int n = split(rq->path, buf, sizeof buf, seg);
     bool get = strcmp(method, "GET") == 0;
     out->status = 404;
-    if (n >= 1 && strcmp(seg[0], "api") == 0) {
+    if (rq->e2b_prefix) {
+        if (!e2b_handle(s, rq, out))
+            routes_error(out, 404, "not found");
+    } else if (n >= 1 && strcmp(seg[0], "api") == 0) {
         if (n == 1 && get)
             reply(out, 200, json_pack("{s:s}", "version", SANDPIT_VERSION));
         else if (n >= 2 && strcmp(seg[1], "kernelspecs") == 0 && get)
@@ -252,7 +259,7 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
         out->text = metrics_text(s);
         out->status = out->text ? 200 : 500;
         out->content_type = "text/plain; version=0.0.4";
-    } else {
+    } else if (!e2b_handle(s, rq, out)) {
         routes_error(out, 404, "not found");
     }
 }

@@ -26,6 +26,7 @@ struct serve_config {
     const char *ip;
     int port;
     char token[AUTH_TOKEN_MAX + 1];
+    char e2b_secret[AUTH_TOKEN_MAX + 1]; /* the /e2b/<secret>/ prefix's */
     const char *certfile, *keyfile;
     const char *allow_origin; /* NULL: CORS closed */
     bool allow_insecure;
@@ -50,11 +51,13 @@ struct serve {
     struct msg_session session;     /* the server's own messages (status dead) */
     struct serve_session *sessions; /* sessions.c's */
     struct mcp_sessions mcp;        /* MCP over HTTP's (mcp_session.h) */
+    struct e2b *e2b;                /* e2b_exec.c's */
 };
 
 struct http_req;
 struct serve_session;
 struct bridge_conn;
+struct e2b;
 
 struct serve_pss {
     struct http_req *req;
