@@ -3,7 +3,8 @@
 #   make demo      install what is missing, build, run the tour notebook
 #   make test      install what is missing, build, run every test
 #   make bench     sandpit, ipykernel and a null kernel side by side (build/bench.json),
-#                  then sandpit serve beside Jupyter Server (build/bench-gateway.json)
+#                  then sandpit serve beside Jupyter Server (build/bench-gateway.json),
+#                  then its E2B API beside sandpit run (build/bench-e2b.json)
 #   make fuzz      libFuzzer on the protocol and the link, FUZZ_SECONDS each (default 60)
 #   make soak      20,000 mixed cells through one kernel, memory and descriptors shown
 #   make install   PREFIX=/usr/local DESTDIR= (the two programs; then `sandpit install`)
@@ -417,13 +418,15 @@ demo: deps
 	@echo "sandpit: the executed tour notebook is $(BUILD)/tour.ipynb"
 
 # A few minutes: sandpit, ipykernel and the null kernel (the floor), one table;
-# then sandpit serve beside Jupyter Server (GATEWAY_BENCH_* counts: tests/bench/bench_gateway.py).
+# then sandpit serve beside Jupyter Server (GATEWAY_BENCH_* counts: tests/bench/bench_gateway.py),
+# then its E2B API beside sandpit run (E2B_BENCH_* counts: tests/bench/bench_e2b.py).
 bench: deps all $(BENCH_BINS)
 	$(PYTHON) tests/bench/bench.py --sandpit $(abspath $(BIN)) \
 	    --null-kernel $(abspath $(BUILD)/bench-null-kernel) \
 	    --client $(abspath $(BUILD)/bench-client) --json $(BUILD)/bench.json
 	$(PYTHON) tests/bench/bench_gateway.py --sandpit $(abspath $(BIN)) \
 	    --json $(BUILD)/bench-gateway.json
+	$(PYTHON) tests/bench/bench_e2b.py --sandpit $(abspath $(BIN)) --json $(BUILD)/bench-e2b.json
 
 # The short soak (1,250 cells) is part of `make test` (tests/soak/test_soak.py).
 soak: deps all

@@ -114,3 +114,21 @@ def test_bench_makes_its_table_and_json(tmp_path):
     rows = {row["figure"]: row for row in data["rows"]}
     assert rows["ready: process start to first execute_reply"]["values"]["null"] > 0
     assert len(data["raw"]["null"]["roundtrip_c"]["times"]) == data["counts"]["cells"]
+
+
+def test_bench_e2b_makes_its_table_and_json(tmp_path):
+    out = tmp_path / "bench-e2b.json"
+    r = subprocess.run([sys.executable, os.path.join(HERE, "bench_e2b.py"), "--quick",
+                        "--sandpit", SANDPIT, "--json", str(out)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "POST /execute `1 + 1`, warm context" in r.stdout
+    assert "contexts open, their total PSS" in r.stdout
+    data = json.loads(out.read_text())
+    c = data["counts"]
+    assert len(data["execute_s"]) == c["cells"] and min(data["execute_s"]) > 0
+    assert len(data["first_result_s"]) == c["starts"]
+    assert len(data["sandpit_run_s"]) == max(1, c["cells"] // 3)
+    assert data["pss"]["contexts"] == c["contexts"]
+    # Each context is a kernel of its own: a supervisor and a worker at least.
+    assert data["pss"]["contexts_pss_kb"] > c["contexts"] * 1024
