@@ -14,15 +14,17 @@
 #include <string.h>
 
 #include "kernel/serve/metrics.h"
+#include "kernel/serve/request.h"
 #include "kernel/serve/routes.h"
 #include "kernel/serve/server.h"
+#include "kernel/serve/stream.h"
 #include "kernel/util/monotime.h"
 
 struct http_req {
     char method[8];
     char path[512];
     char *body;
-    size_t body_len;
+    size_t body_len, body_cap, body_bound;
     unsigned char *out; /* LWS_PRE bytes, then the body to write */
     size_t out_len;
     double started;
@@ -35,6 +37,7 @@ struct http_req {
     char context[40];
     struct routes_resp deferred;
     bool has_deferred;
+    struct http_stream *stream; /* an answer written over time */
 };
 
 bool http_handles(enum lws_callback_reasons reason)
@@ -59,6 +62,7 @@ static void req_free(struct serve_pss *pss)
     if (pss->req->pending_kernel)
         registry_forget_waiter(pss->req->pending_kernel);
     json_decref(pss->req->deferred.json);
+    stream_gone(pss->req->stream);
     free(pss->req->body);
     free(pss->req->out);
     free(pss->req);
@@ -118,10 +122,54 @@ static int add_cors(struct lws *wsi, struct serve *s, unsigned char **p,
                       "GET, POST, PATCH, DELETE, OPTIONS", p, end);
 }
 
+static int add_own(struct lws *wsi, const struct routes_resp *r, unsigned char **p,
+                   unsigned char *end)
+{
+    for (int i = 0; i < r->nheaders; i++)
+        if (add_header(wsi, r->headers[i].name, r->headers[i].value, p, end))
+            return -1;
+    return 0;
+}
+
+/* The headers every answer has, after its status and length. */
+static int add_common(struct lws *wsi, const struct routes_resp *r, unsigned char **p,
+                      unsigned char *end)
+{
+    return add_header(wsi, "x-content-type-options:", "nosniff", p, end) ||
+           add_header(wsi, "cache-control:", "no-store", p, end) ||
+           add_header(wsi, "content-security-policy:", "default-src 'none'", p, end) ||
+           (r->location[0] && add_header(wsi, "location:", r->location, p, end)) ||
+           add_own(wsi, r, p, end) || add_cors(wsi, serve_of(wsi), p, end);
+}
+
+/* An answer written over time: its headers now, its body in chunks as the
+ * handler writes it (stream.h). */
+static int respond_stream(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r)
+{
+    struct http_req *req = pss->req;
+    const char *type = r->content_type ? r->content_type : "application/octet-stream";
+    unsigned char hbuf[LWS_PRE + 2048], *start = hbuf + LWS_PRE, *p = start,
+                                        *end = hbuf + sizeof hbuf - 1;
+    json_decref(r->json);
+    free(r->text);
+    if (lws_add_http_header_status(wsi, (unsigned int)r->status, &p, end) ||
+        add_header(wsi, "content-type:", type, &p, end) ||
+        add_header(wsi, "transfer-encoding:", "chunked", &p, end) ||
+        add_common(wsi, r, &p, end) ||
+        lws_finalize_write_http_header(wsi, start, &p, end) ||
+        !(req->stream = stream_new(wsi)))
+        return -1;
+    metrics_observe(serve_of(wsi), monotime_now() - req->started);
+    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* the handler bounds its answer */
+    r->stream_open(r->stream_arg, req->stream);
+    return 0;
+}
+
 /* Writes the answer's headers, and keeps its body for the writable turn. */
 static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r)
 {
-    struct serve *s = serve_of(wsi);
+    if (r->stream_open)
+        return respond_stream(wsi, pss, r);
     struct http_req *req = pss->req;
     const unsigned char *data = r->raw;
     size_t len = r->raw_len;
@@ -142,11 +190,8 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
                                         *end = hbuf + sizeof hbuf - 1;
     int rc = 0;
     if (lws_add_http_common_headers(wsi, (unsigned int)r->status, type, len, &p, end) ||
-        add_header(wsi, "x-content-type-options:", "nosniff", &p, end) ||
-        add_header(wsi, "cache-control:", "no-store", &p, end) ||
-        add_header(wsi, "content-security-policy:", "default-src 'none'", &p, end) ||
-        (r->location[0] && add_header(wsi, "location:", r->location, &p, end)) ||
-        add_cors(wsi, s, &p, end) || lws_finalize_write_http_header(wsi, start, &p, end))
+        add_common(wsi, r, &p, end) ||
+        lws_finalize_write_http_header(wsi, start, &p, end))
         rc = -1;
     if (!rc && len && strcmp(req->method, "HEAD") != 0) {
         if (!(req->out = malloc(LWS_PRE + len))) {
@@ -157,7 +202,7 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
             lws_callback_on_writable(wsi);
         }
     }
-    metrics_observe(s, monotime_now() - req->started);
+    metrics_observe(serve_of(wsi), monotime_now() - req->started);
     free(json);
     free(r->text);
     json_decref(r->json);
@@ -198,8 +243,14 @@ static int handle(struct lws *wsi, struct serve_pss *pss)
         r.status = 204;
         return respond(wsi, pss, &r);
     }
-    routes_handle(serve_of(wsi), strcmp(req->method, "HEAD") == 0 ? "GET" : req->method,
-                  req->path, req->body, req->body_len, &r);
+    struct serve_request rq = {
+        .method = strcmp(req->method, "HEAD") == 0 ? "GET" : req->method,
+        .path = req->path,
+        .body = req->body ? req->body : "",
+        .len = req->body_len,
+        .wsi = wsi,
+    };
+    routes_handle(serve_of(wsi), &rq, &r);
     if (r.pending) {
         req->pending_kernel = r.pending_kernel;
         req->finish = r.finish;
@@ -240,9 +291,10 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
         s->metrics.unauthorised++;
         return answer_error(wsi, pss, 401, "a valid token is required");
     }
+    pss->req->body_bound = routes_body_bound(s, method, pss->req->path);
     char cl[32] = "";
     if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
-        strtoull(cl, NULL, 10) > s->cfg.max_body)
+        strtoull(cl, NULL, 10) > pss->req->body_bound)
         return answer_error(wsi, pss, 413, "the body is too large");
     if (has_body(wsi, method)) {
         pss->req->awaiting_body = true;
@@ -251,20 +303,28 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
     return handle(wsi, pss);
 }
 
-static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
+/* A piece of the body, kept within the route's bound; the buffer grows by
+ * doubling, so that a large upload is not copied once a piece. */
+static int body_part(struct serve_pss *pss, const void *in, size_t len)
 {
     struct http_req *req = pss->req;
     if (!req || !req->awaiting_body)
         return req ? 0 : -1;
-    if (req->body_len + len > serve_of(wsi)->cfg.max_body)
+    if (len > req->body_bound || req->body_len + len > req->body_bound)
         return -1;
-    char *b = realloc(req->body, req->body_len + len + 1);
-    if (!b)
-        return -1;
-    memcpy(b + req->body_len, in, len);
-    req->body = b;
+    if (req->body_len + len + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 4096;
+        while (cap < req->body_len + len + 1)
+            cap *= 2;
+        char *b = realloc(req->body, cap);
+        if (!b)
+            return -1;
+        req->body = b;
+        req->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, in, len);
     req->body_len += len;
-    b[req->body_len] = 0;
+    req->body[req->body_len] = 0;
     return 0;
 }
 
@@ -276,7 +336,7 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     case LWS_CALLBACK_HTTP:
         return begin(wsi, pss, in ? (const char *)in : "/");
     case LWS_CALLBACK_HTTP_BODY:
-        return body_part(wsi, pss, in, len);
+        return body_part(pss, in, len);
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         if (!pss->req || !pss->req->awaiting_body)
             return 0; /* answered already */
@@ -289,6 +349,15 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
             memset(&req->deferred, 0, sizeof req->deferred);
             req->has_deferred = false;
             return respond(wsi, pss, &r);
+        }
+        if (req && req->stream) {
+            int finished;
+            if (stream_writable(req->stream, &finished))
+                return -1;
+            if (!finished)
+                return 0;
+            req_free(pss);
+            return lws_http_transaction_completed(wsi) ? -1 : 0;
         }
         if (!req || !req->out)
             return 0;

@@ -1,5 +1,7 @@
 /* resp: what a REST handler answers (routes.c, sessions.c), for http.c to
- * write: a status and a body, JSON (new, http.c frees it) or bytes. */
+ * write: a status and a body, JSON (new, http.c frees it) or bytes, or a
+ * body written over time (stream.h), with at most RESP_MAX_HEADERS headers
+ * of the handler's own. */
 #ifndef SANDPIT_SERVE_RESP_H
 #define SANDPIT_SERVE_RESP_H
 
@@ -9,6 +11,14 @@
 
 struct serve;
 struct serve_kernel;
+struct http_stream;
+
+#define RESP_MAX_HEADERS 4
+
+struct resp_header {
+    const char *name; /* lower case, with its colon: "mcp-session-id:" (static) */
+    char value[160];
+};
 
 struct routes_resp {
     int status;
@@ -19,6 +29,12 @@ struct routes_resp {
     size_t raw_len;
     const char *content_type;
     char location[160];
+    struct resp_header headers[RESP_MAX_HEADERS];
+    int nheaders;
+    /* A body written over time: stream_open(stream_arg, st) once the headers
+     * have gone (status and content_type set, no body). */
+    void (*stream_open)(void *arg, struct http_stream *st);
+    void *stream_arg;
     /* Set by http.c: how an answer that must wait (a kernel that starts)
      * reaches it later. A handler that defers sets pending, and
      * pending_kernel to the kernel whose start it waits for. */
@@ -34,5 +50,9 @@ struct routes_resp {
 
 /* out becomes the error status with message ({"reason", "message"}). */
 void routes_error(struct routes_resp *out, int status, const char *message);
+
+/* Adds header name (static, as resp_header says) with value; false when
+ * there is no room or the value is too long or not printable ASCII. */
+bool resp_header_add(struct routes_resp *out, const char *name, const char *value);
 
 #endif

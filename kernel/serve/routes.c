@@ -13,6 +13,7 @@
 
 #include "kernel/embedded.h"
 #include "kernel/serve/metrics.h"
+#include "kernel/serve/request.h"
 #include "kernel/serve/sessions.h"
 #include "kernel/version.h"
 
@@ -215,11 +216,20 @@ static void kernels(struct serve *s, const char *method, const char *body, size_
         one_kernel(s, method, seg, n, out);
 }
 
-void routes_handle(struct serve *s, const char *method, const char *path,
-                   const char *body, size_t len, struct routes_resp *out)
+size_t routes_body_bound(const struct serve *s, const char *method, const char *path)
 {
+    (void)method;
+    (void)path;
+    return s->cfg.max_body;
+}
+
+void routes_handle(struct serve *s, const struct serve_request *rq,
+                   struct routes_resp *out)
+{
+    const char *method = rq->method, *body = rq->body;
+    size_t len = rq->len;
     char buf[512], *seg[MAX_SEGMENTS];
-    int n = split(path, buf, sizeof buf, seg);
+    int n = split(rq->path, buf, sizeof buf, seg);
     bool get = strcmp(method, "GET") == 0;
     out->status = 404;
     if (n >= 1 && strcmp(seg[0], "api") == 0) {

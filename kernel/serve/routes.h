@@ -12,9 +12,15 @@
 #include "kernel/serve/resp.h"
 #include "kernel/serve/server.h"
 
-/* Answers method path (decoded, without its query) with body. */
-void routes_handle(struct serve *s, const char *method, const char *path,
-                   const char *body, size_t len, struct routes_resp *out);
+struct serve_request;
+
+/* Answers the request rq. */
+void routes_handle(struct serve *s, const struct serve_request *rq,
+                   struct routes_resp *out);
+
+/* The largest body http.c gathers for method path (the server's bound,
+ * unless the route takes more). */
+size_t routes_body_bound(const struct serve *s, const char *method, const char *path);
 
 /* The answer to POST /api/kernels once the kernel has started (k) or not
  * (k NULL, status and err); context is unused. */
