@@ -92,3 +92,33 @@ bool auth_origin_ok(const char *origin, const char *host, const char *allow_orig
         return false;
     return strcasecmp(sep + 3, host) == 0;
 }
+
+bool auth_secret_valid(const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    if (n < AUTH_SECRET_MIN || n > AUTH_TOKEN_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = secret[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~'))
+            return false;
+    }
+    return true;
+}
+
+int auth_e2b_path(const char *secret, const char *path, const char **rest)
+{
+    static const char prefix[] = AUTH_E2B_PREFIX;
+    size_t plen = sizeof prefix - 1;
+    if (strncmp(path, prefix, plen) != 0 && strcmp(path, "/e2b") != 0)
+        return 0;
+    if (strlen(path) <= plen)
+        return -1;
+    const char *given = path + plen, *slash = strchr(given, '/');
+    size_t len = slash ? (size_t)(slash - given) : strlen(given);
+    if (!secret || !auth_secret_valid(secret) || !same_token(secret, given, len))
+        return -1;
+    *rest = given + len;
+    return 1;
+}

@@ -29,4 +29,20 @@ bool auth_request_ok(const char *token, const char *authorization,
  * same host and port, or allow_origin ("*" or an exact origin; NULL: none). */
 bool auth_origin_ok(const char *origin, const char *host, const char *allow_origin);
 
+/* The E2B prefix: E2B's SDK in its local mode sends no token, but keeps the
+ * path of E2B_SANDBOX_URL, so its requests carry a secret in their path,
+ * /e2b/<secret>/... . */
+#define AUTH_E2B_PREFIX "/e2b/"
+#define AUTH_SECRET_MIN 16
+
+/* Whether secret may be the E2B prefix's: AUTH_SECRET_MIN to AUTH_TOKEN_MAX
+ * characters that need no escaping in a path (letters, digits, "-._~"). */
+bool auth_secret_valid(const char *secret);
+
+/* Whether path (decoded, without its query) is under the E2B prefix: 0 when
+ * it is not; 1 when it is and presents secret (compared in constant time),
+ * with *rest pointing into path at what follows the secret (a "/..." or "");
+ * -1 when it is under the prefix with another secret, or none. */
+int auth_e2b_path(const char *secret, const char *path, const char **rest);
+
 #endif

@@ -29,6 +29,7 @@ struct http_req {
     size_t out_len;
     double started;
     bool awaiting_body; /* lws reports a body's end for a POST without one too */
+    bool e2b_prefix;    /* authorised by the E2B secret: E2B's routes only */
     struct lws *wsi;
     /* An answer that waits for a kernel to start, then for a writable turn. */
     struct serve_kernel *pending_kernel;
@@ -249,6 +250,7 @@ static int handle(struct lws *wsi, struct serve_pss *pss)
         .body = req->body ? req->body : "",
         .len = req->body_len,
         .wsi = wsi,
+        .e2b_prefix = req->e2b_prefix,
     };
     routes_handle(serve_of(wsi), &rq, &r);
     if (r.pending) {
@@ -286,8 +288,14 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
         return answer_error(wsi, pss, 405, "method not allowed");
     if (strlen(path) >= sizeof pss->req->path)
         return answer_error(wsi, pss, 414, "the path is too long");
-    snprintf(pss->req->path, sizeof pss->req->path, "%s", path);
-    if (strcmp(method, "OPTIONS") != 0 && !http_authorised(wsi)) {
+    const char *rest = NULL;
+    int e2b = auth_e2b_path(s->cfg.e2b_secret, path, &rest);
+    pss->req->e2b_prefix = e2b > 0;
+    snprintf(pss->req->path, sizeof pss->req->path, "%s",
+             e2b <= 0 ? path
+             : *rest  ? rest
+                      : "/");
+    if (e2b < 0 || (!e2b && strcmp(method, "OPTIONS") != 0 && !http_authorised(wsi))) {
         s->metrics.unauthorised++;
         return answer_error(wsi, pss, 401, "a valid token is required");
     }

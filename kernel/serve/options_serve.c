@@ -35,6 +35,7 @@ void serve_usage(FILE *f)
         "DIR]\n"
         "                     [--max-kernels N] [--cull-idle-timeout S] [--cull-busy]\n"
         "                     [--cull-connected] [--log-format text|json]\n"
+        "                     [--e2b-secret-file F]\n"
         "                     [--profile default|agent] [kernel options]\n\n"
         "A kernel gateway: Jupyter's kernel API (REST and WebSocket, as Jupyter Kernel\n"
         "Gateway serves it) on one port, each kernel a sandboxed sandpit kernel. Point\n"
@@ -60,7 +61,10 @@ void serve_usage(FILE *f)
         "  --ws-ping-interval S   ping a quiet WebSocket after S seconds, close it if "
         "it\n"
         "                         does not answer within 2S+10 (default %d)\n"
-        "  --log-format F         text (default) or json, a JSON object a line\n\n"
+        "  --log-format F         text (default) or json, a JSON object a line\n"
+        "  --e2b-secret-file F    the secret of the E2B SDK's URL, /e2b/<secret>/ (16\n"
+        "                         to 256 letters, digits, '-', '.', '_', '~'); without\n"
+        "                         it, one is made; the URL is in the log\n\n"
         "kernel options (given to every kernel):\n",
         SERVE_MAX_PER_ADDRESS, SERVE_WS_PING_S);
     options_usage(f);
@@ -121,7 +125,8 @@ static int number(const char *opt, const char *v, double lo, double hi, double *
 /* The server's own flags as given, before they are checked and applied. */
 struct serve_args {
     const char *ip, *port, *token, *token_file, *certfile, *keyfile, *allow_origin,
-        *workspaces, *max_kernels, *cull_idle, *log_format, *max_per_address, *ws_ping;
+        *workspaces, *max_kernels, *cull_idle, *log_format, *max_per_address, *ws_ping,
+        *e2b_secret_file;
     bool allow_insecure, cull_busy, cull_connected;
 };
 
@@ -151,6 +156,7 @@ static const struct flag serve_flags[] = {
     TEXT("log-format", "text or json", log_format),
     TEXT("max-connections-per-address", "a number", max_per_address),
     TEXT("ws-ping-interval", "a number of seconds", ws_ping),
+    TEXT("e2b-secret-file", "a file", e2b_secret_file),
     SWITCH("allow-insecure", allow_insecure),
     SWITCH("cull-busy", cull_busy),
     SWITCH("cull-connected", cull_connected),
@@ -209,6 +215,23 @@ static int apply(struct serve *s, const struct serve_args *a, char *err, size_t 
     c->allow_insecure = a->allow_insecure;
     s->reg.cull_busy = a->cull_busy;
     s->reg.cull_connected = a->cull_connected;
+    return 0;
+}
+
+/* The E2B prefix's secret: from the file, or made (never the token: the
+ * secret travels in URLs, which proxies and shells keep). */
+static int e2b_secret(struct serve_config *c, const char *file, char *err, size_t errlen)
+{
+    int rc = file
+                 ? read_token_file(file, c->e2b_secret, sizeof c->e2b_secret, err, errlen)
+                 : auth_token_generate(c->e2b_secret, sizeof c->e2b_secret);
+    if (rc)
+        return file ? rc : errbuf_set(rc, err, errlen, "cannot make the E2B secret");
+    if (!auth_secret_valid(c->e2b_secret))
+        return errbuf_set(-EINVAL, err, errlen,
+                          "the E2B secret must be %d to %d letters, digits, '-', '.', "
+                          "'_' or '~'",
+                          AUTH_SECRET_MIN, AUTH_TOKEN_MAX);
     return 0;
 }
 
@@ -276,6 +299,8 @@ int serve_options_parse(struct serve *s, struct options *kopts, int argc, char *
                                             errlen);
     if (!rc)
         rc = check(s, kopts, a.token_file, generated, err, errlen);
+    if (!rc)
+        rc = e2b_secret(c, a.e2b_secret_file, err, errlen);
     return rc;
 }
 

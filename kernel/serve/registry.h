@@ -78,6 +78,7 @@ struct serve_kernel {
     size_t nsessions;
     double dead_at; /* monotonic; 0 while alive */
     void *bridge;   /* the bridge's own per-kernel state (borrowed by it) */
+    void *e2b;      /* e2b_exec's, when the kernel is an E2B context */
     struct serve_kernel *next;
     struct registry *reg;
 };

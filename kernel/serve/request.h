@@ -16,6 +16,7 @@ struct serve_request {
     const char *body; /* "" when there is none */
     size_t len;
     struct lws *wsi;
+    bool e2b_prefix; /* it came under /e2b/<secret>/ (stripped): E2B's routes only */
 };
 
 /* The value of header name (lower case, with its colon: "content-type:")

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernel/embedded.h"
+#include "kernel/serve/e2b.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
 #include "kernel/serve/sessions.h"
@@ -232,7 +233,10 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
     int n = split(rq->path, buf, sizeof buf, seg);
     bool get = strcmp(method, "GET") == 0;
     out->status = 404;
-    if (n >= 1 && strcmp(seg[0], "api") == 0) {
+    if (rq->e2b_prefix) {
+        if (!e2b_handle(s, rq, out))
+            routes_error(out, 404, "not found");
+    } else if (n >= 1 && strcmp(seg[0], "api") == 0) {
         if (n == 1 && get)
             reply(out, 200, json_pack("{s:s}", "version", SANDPIT_VERSION));
         else if (n >= 2 && strcmp(seg[1], "kernelspecs") == 0 && get)
@@ -249,7 +253,7 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
         out->text = metrics_text(s);
         out->status = out->text ? 200 : 500;
         out->content_type = "text/plain; version=0.0.4";
-    } else {
+    } else if (!e2b_handle(s, rq, out)) {
         routes_error(out, 404, "not found");
     }
 }

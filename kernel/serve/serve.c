@@ -22,6 +22,7 @@
 #include "kernel/serve/bridge.h"
 #include "kernel/serve/codec.h"
 #include "kernel/serve/conns.h"
+#include "kernel/serve/e2b_exec.h"
 #include "kernel/serve/http.h"
 #include "kernel/serve/loop.h"
 #include "kernel/serve/options_serve.h"
@@ -103,6 +104,8 @@ static void announce(const struct serve *s, bool generated)
     int port = lws_get_vhost_listen_port(s->vh);
     const char *scheme = s->cfg.certfile ? "https" : "http";
     log_info("listening on %s://%s:%d/", scheme, s->cfg.ip, port);
+    log_info("for code written for E2B: E2B_DEBUG=true E2B_SANDBOX_URL=%s://%s:%d/e2b/%s",
+             scheme, s->cfg.ip, port, s->cfg.e2b_secret);
     if (generated)
         fprintf(stderr,
                 "sandpit serve: the token (generated; --token or --token-file to choose "
@@ -178,6 +181,10 @@ int serve_main(int argc, char **argv)
     s.reg.vh = s.vh;
     s.reg.ctx = s.ctx;
     bridge_hook(&s);
+    if (e2b_hook(&s)) {
+        fprintf(stderr, "sandpit serve: out of memory\n");
+        goto out;
+    }
     registry_start_timers(&s.reg);
     announce(&s, generated);
     run_loop(&s);
@@ -187,6 +194,7 @@ out:
     registry_release(&s.reg);
     if (s.ctx)
         lws_context_destroy(s.ctx);
+    e2b_release(&s);
     running = NULL;
     if (private_dir)
         tmpdir_remove(private_dir);
@@ -194,5 +202,6 @@ out:
     serve_options_release(&s);
     options_release(&kopts);
     lws_explicit_bzero(s.cfg.token, sizeof s.cfg.token);
+    lws_explicit_bzero(s.cfg.e2b_secret, sizeof s.cfg.e2b_secret);
     return status;
 }

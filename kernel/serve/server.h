@@ -25,6 +25,7 @@ struct serve_config {
     const char *ip;
     int port;
     char token[AUTH_TOKEN_MAX + 1];
+    char e2b_secret[AUTH_TOKEN_MAX + 1]; /* the /e2b/<secret>/ prefix's */
     const char *certfile, *keyfile;
     const char *allow_origin; /* NULL: CORS closed */
     bool allow_insecure;
@@ -48,11 +49,13 @@ struct serve {
     struct serve_metrics metrics;
     struct msg_session session;     /* the server's own messages (status dead) */
     struct serve_session *sessions; /* sessions.c's */
+    struct e2b *e2b;                /* e2b_exec.c's */
 };
 
 struct http_req;
 struct serve_session;
 struct bridge_conn;
+struct e2b;
 
 struct serve_pss {
     struct http_req *req;

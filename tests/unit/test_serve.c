@@ -238,6 +238,31 @@ static void test_the_origin(void)
     CHECK(auth_origin_ok("http://any", "h:1", "*"));
 }
 
+static void test_the_e2b_prefix(void)
+{
+    const char *sec = "0123456789abcdef", *rest = NULL;
+    CHECK_INT(auth_e2b_path(sec, "/api/kernels", &rest), 0);
+    CHECK_INT(auth_e2b_path(sec, "/e2bx/0123456789abcdef/execute", &rest), 0);
+    CHECK_INT(auth_e2b_path(sec, "/e2b/0123456789abcdef/execute", &rest), 1);
+    CHECK_STR(rest, "/execute");
+    CHECK_INT(auth_e2b_path(sec, "/e2b/0123456789abcdef", &rest), 1);
+    CHECK_STR(rest, "");
+    CHECK_INT(auth_e2b_path(sec, "/e2b/0123456789abcdeg/execute", &rest), -1);
+    CHECK_INT(auth_e2b_path(sec, "/e2b/0123456789abcde/execute", &rest), -1);
+    CHECK_INT(auth_e2b_path(sec, "/e2b/0123456789abcdef0/execute", &rest), -1);
+    CHECK_INT(auth_e2b_path(sec, "/e2b/", &rest), -1);
+    CHECK_INT(auth_e2b_path(sec, "/e2b", &rest), -1);
+    CHECK_INT(auth_e2b_path(sec, "/e2b//execute", &rest), -1);
+    CHECK_INT(auth_e2b_path("", "/e2b//execute", &rest), -1);
+    CHECK_INT(auth_e2b_path(NULL, "/e2b/x/execute", &rest), -1);
+    CHECK(auth_secret_valid(sec));
+    CHECK(auth_secret_valid("AZaz09-._~AZaz09"));
+    CHECK(!auth_secret_valid("short"));
+    CHECK(!auth_secret_valid("0123456789abcde/"));
+    CHECK(!auth_secret_valid("0123456789abcde%"));
+    CHECK(!auth_secret_valid(NULL));
+}
+
 static void test_the_model(void)
 {
     char d[MODEL_DATE_LEN];
@@ -274,6 +299,7 @@ static const struct testing_case cases[] = {
     TESTING_CASE(test_hostile_input_is_refused),
     TESTING_CASE(test_the_token),
     TESTING_CASE(test_the_origin),
+    TESTING_CASE(test_the_e2b_prefix),
     TESTING_CASE(test_the_model),
     {0},
 };
