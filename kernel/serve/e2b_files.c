@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/serve/e2b_fs.h"
 #include "kernel/serve/e2b_path.h"
 #include "kernel/serve/multipart.h"
 #include "sandbox/tfile.h"
@@ -76,13 +77,13 @@ static int status_of(int rc)
 static void fail(struct routes_resp *out, int rc, const char *client_path)
 {
     char msg[E2B_PATH_MAX + 160];
-    const char *why = rc == -ENOENT       ? "no such file or folder"
-                      : rc == -EFBIG      ? "the file is larger than --max-upload"
-                      : rc == -EISDIR     ? "it is a folder, not a file"
-                      : rc == -ENOTDIR    ? "a file is in the way of a folder"
-                      : rc == -EEXIST     ? "a folder is in the way"
-                      : rc == -ENXIO      ? tfile_strerror(-TFILE_EKIND)
-                                          : tfile_strerror(rc);
+    const char *why = rc == -ENOENT    ? "no such file or folder"
+                      : rc == -EFBIG   ? "the file is larger than --max-upload"
+                      : rc == -EISDIR  ? "it is a folder, not a file"
+                      : rc == -ENOTDIR ? "a file is in the way of a folder"
+                      : rc == -EEXIST  ? "a folder is in the way"
+                      : rc == -ENXIO   ? tfile_strerror(-TFILE_EKIND)
+                                       : tfile_strerror(rc);
     snprintf(msg, sizeof msg, "%s: %s", client_path, why);
     files_error(out, status_of(rc), msg);
 }
@@ -90,7 +91,7 @@ static void fail(struct routes_resp *out, int rc, const char *client_path)
 /* Maps a client's path; 0 with rel and shown (as the client sees it) filled,
  * or -EINVAL with out answered 400. */
 static int map_path(const char *path, size_t len, char *rel, char *shown,
-                  struct routes_resp *out)
+                    struct routes_resp *out)
 {
     const char *why = NULL;
     if (!path) {
@@ -110,8 +111,8 @@ static int open_workspace(const struct e2b_files_req *rq, struct routes_resp *ou
 {
     if (rq->workspaces) {
         files_error(out, 501,
-                        "the files API serves one workspace: this server gives each "
-                        "user a workspace of their own (--workspaces)");
+                    "the files API serves one workspace: this server gives each "
+                    "user a workspace of their own (--workspaces)");
         return -ENOSYS;
     }
     int fd = tfile_open_root(rq->workspace);
@@ -233,7 +234,7 @@ static int upload(const struct e2b_files_req *rq, int root, json_t *list,
     if (strncasecmp(type, "multipart/", 10) == 0) {
         if (multipart_boundary(type, boundary, sizeof boundary)) {
             files_error(out, 400,
-                            "a multipart body needs multipart/form-data with a boundary");
+                        "a multipart body needs multipart/form-data with a boundary");
             return -EINVAL;
         }
         int rc = walk_parts(rq, boundary, root, false, NULL, out);
@@ -242,8 +243,8 @@ static int upload(const struct e2b_files_req *rq, int root, json_t *list,
     size_t n = strcspn(type, "; \t");
     if (*type && !(n == 24 && strncasecmp(type, "application/octet-stream", n) == 0)) {
         files_error(out, 415,
-                        "the body must be multipart/form-data (a \"file\" part) or "
-                        "application/octet-stream");
+                    "the body must be multipart/form-data (a \"file\" part) or "
+                    "application/octet-stream");
         return -EINVAL;
     }
     return upload_one(root, rq->path, rq->path_len, rq->body, rq->len, list, out);
@@ -296,4 +297,41 @@ void e2b_files_handle(const struct e2b_files_req *rq, struct routes_resp *out)
         json_decref(list);
     }
     close(root);
+}
+
+bool e2b_files_serve(struct serve *s, const struct serve_request *rq,
+                     struct routes_resp *out)
+{
+    bool fs = e2b_fs_owns(rq->path);
+    if (!fs && !e2b_files_owns(rq->path))
+        return false;
+    char type[256], encoding[64], *path = malloc(E2B_PATH_MAX + 2);
+    if (!path) {
+        files_error(out, 500, "out of memory");
+        return true;
+    }
+    bool has_path = serve_request_query(rq, "path=", path, E2B_PATH_MAX + 2);
+    struct e2b_files_req f = {
+        .method = rq->method,
+        .route = rq->path,
+        .path = has_path ? path : NULL,
+        .path_len = has_path ? strlen(path) : 0,
+        .content_type =
+            serve_request_header(rq, "content-type:", type, sizeof type) ? type : NULL,
+        .content_encoding =
+            serve_request_header(rq, "content-encoding:", encoding, sizeof encoding)
+                ? encoding
+                : NULL,
+        .body = rq->body,
+        .len = rq->len,
+        .workspace = s->reg.workspace,
+        .workspaces = s->reg.workspaces != NULL,
+        .max_upload = s->cfg.max_upload,
+    };
+    if (fs)
+        e2b_fs_handle(&f, out);
+    else
+        e2b_files_handle(&f, out);
+    free(path);
+    return true;
 }

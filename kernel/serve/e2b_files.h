@@ -3,8 +3,8 @@
  * one "file" part a file, or the raw bytes as application/octet-stream)
  * answered [{"path", "name", "type": "file"}], and GET /files?path=P
  * answered with the bytes; errors as {"message", "code"} (envd's Connect-RPC
- * routes are e2b_fs.c's, on the same request). Paths are mapped by e2b_path.c and resolved by
- * sandbox/tfile.h beneath a descriptor of the workspace: never outside it,
+ * routes are e2b_fs.c's, on the same request). Paths are mapped by e2b_path.c and
+ * resolved by sandbox/tfile.h beneath a descriptor of the workspace: never outside it,
  * never through a link, never a FIFO or a device. The data flow: http.c
  * (the body within --max-upload) -> the route (e2b.c or routes.c fills a
  * struct e2b_files_req) -> here -> a struct routes_resp. Ownership: the
@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernel/serve/request.h"
 #include "kernel/serve/resp.h"
+#include "kernel/serve/server.h"
 
 #define E2B_FILES_MAX_UPLOAD (100u << 20) /* --max-upload's default */
 #define E2B_FILES_MAX_LIST   20000        /* entries ListDir answers at most */
@@ -30,9 +32,9 @@ struct e2b_files_req {
     const char *content_encoding; /* or NULL */
     const char *body;
     size_t len;
-    const char *workspace;  /* absolute: the registry's */
-    bool workspaces;        /* --workspaces: no one workspace to serve */
-    size_t max_upload;      /* bytes of a file, written or read */
+    const char *workspace; /* absolute: the registry's */
+    bool workspaces;       /* --workspaces: no one workspace to serve */
+    size_t max_upload;     /* bytes of a file, written or read */
 };
 
 /* Whether route (decoded, without its query) is one of this module's. */
@@ -44,5 +46,11 @@ size_t e2b_files_body_bound(const char *method, const char *route, size_t max_up
 
 /* Answers rq (whose route e2b_files_owns) into out. */
 void e2b_files_handle(const struct e2b_files_req *rq, struct routes_resp *out);
+
+/* The route: answers the request into out if its path is /files or one of
+ * e2b_fs.c's (true), with the server's workspace and --max-upload; false,
+ * out untouched, for any other path. */
+bool e2b_files_serve(struct serve *s, const struct serve_request *rq,
+                     struct routes_resp *out);
 
 #endif

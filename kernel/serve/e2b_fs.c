@@ -38,9 +38,10 @@ static void rpc_error(struct routes_resp *out, const char *code, const char *mes
         const char *code;
         int status;
     } statuses[] = {
-        {"invalid_argument", 400},   {"not_found", 404},       {"permission_denied", 403},
-        {"resource_exhausted", 429}, {"unimplemented", 501},   {"unauthenticated", 401},
-        {"already_exists", 409},     {"failed_precondition", 400},
+        {"invalid_argument", 400},  {"not_found", 404},
+        {"permission_denied", 403}, {"resource_exhausted", 429},
+        {"unimplemented", 501},     {"unauthenticated", 401},
+        {"already_exists", 409},    {"failed_precondition", 400},
     };
     int status = 500;
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
@@ -54,13 +55,13 @@ static void rpc_error(struct routes_resp *out, const char *code, const char *mes
 static void rpc_fail(struct routes_resp *out, int rc, const char *shown)
 {
     char msg[SHOWN_MAX + 160];
-    const char *code = rc == -ENOENT                  ? "not_found"
+    const char *code = rc == -ENOENT                   ? "not_found"
                        : rc == -EACCES || rc == -EPERM ? "permission_denied"
                        : rc == -E2BIG                  ? "resource_exhausted"
                        : rc == -ENOMEM || rc == -EIO   ? "internal"
                                                        : "invalid_argument";
-    const char *why = rc == -ENOENT   ? "no such file or folder"
-                      : rc == -E2BIG  ? "the listing has too many entries"
+    const char *why = rc == -ENOENT    ? "no such file or folder"
+                      : rc == -E2BIG   ? "the listing has too many entries"
                       : rc == -ENOTDIR ? "not a folder"
                                        : tfile_strerror(rc);
     snprintf(msg, sizeof msg, "%s: %s", shown, why);
@@ -91,8 +92,8 @@ static json_t *entry_json(const char *name, const char *shown, const struct stat
     struct tm tm;
     permissions(st, perm);
     time_t sec = st->st_mtim.tv_sec;
-    size_t n = gmtime_r(&sec, &tm) ? strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm)
-                                   : 0;
+    size_t n =
+        gmtime_r(&sec, &tm) ? strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm) : 0;
     snprintf(when + n, sizeof when - n, ".%09ldZ", (long)st->st_mtim.tv_nsec);
     snprintf(owner, sizeof owner, "%u", (unsigned)st->st_uid);
     snprintf(group, sizeof group, "%u", (unsigned)st->st_gid);
@@ -150,7 +151,8 @@ static int list_dir(int fd, const char *rel, int depth, struct listing *l)
             continue;
         char child[E2B_PATH_MAX + 1], shown[SHOWN_MAX];
         int n = snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-        if (n < 0 || (size_t)n >= sizeof child || e2b_path_client(child, shown, sizeof shown))
+        if (n < 0 || (size_t)n >= sizeof child ||
+            e2b_path_client(child, shown, sizeof shown))
             continue; /* deeper than a client can name */
         bool is_dir;
         json_t *e = stat_entry(dirfd(d), de->d_name, shown, &is_dir, &rc);
@@ -207,8 +209,9 @@ static void list_call(const struct e2b_files_req *rq, int root, struct routes_re
         return;
     const json_t *dj = json_object_get(req, "depth");
     json_int_t depth = json_is_integer(dj) ? json_integer_value(dj) : 1;
+    bool typed = !dj || json_is_integer(dj);
     json_decref(req);
-    if ((dj && !json_is_integer(dj)) || depth < 0 || depth > E2B_FILES_MAX_DEPTH) {
+    if (!typed || depth < 0 || depth > E2B_FILES_MAX_DEPTH) {
         rpc_error(out, "invalid_argument", "depth must be a whole number from 1 to 16");
         return;
     }

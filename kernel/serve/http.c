@@ -4,15 +4,20 @@
  * max_http_header_data, its path decoded and stripped of "..") and calls
  * here in steps: the request line and headers, the body in pieces, the end
  * of the body, and "writable" when the answer may go. The body is kept up
- * to the server's bound; a Content-Length above it is answered 413 before
- * any of it is read, and a chunked body that grows past it ends the
- * connection. */
+ * to the route's bound (routes_body_bound); a Content-Length above it is
+ * answered 413 before any of it is read. lws 4.1.6 hands a chunked body on
+ * raw, framing and all, and never reports its end (it waits for 100 MiB):
+ * chunked.c decodes it here, its last chunk ends the body, a body that
+ * grows past the bound is answered 413, and the connection closes after
+ * the answer, since lws would read the next request as more of the body. */
 #include "kernel/serve/http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "kernel/serve/chunked.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
 #include "kernel/serve/routes.h"
@@ -30,6 +35,8 @@ struct http_req {
     double started;
     bool awaiting_body; /* lws reports a body's end for a POST without one too */
     bool e2b_prefix;    /* authorised by the E2B secret: E2B's routes only */
+    bool chunked;       /* the body comes in chunks (dechunk decodes them) */
+    struct chunked dechunk;
     struct lws *wsi;
     /* An answer that waits for a kernel to start, then for a writable turn. */
     struct serve_kernel *pending_kernel;
@@ -157,6 +164,7 @@ static int respond_stream(struct lws *wsi, struct serve_pss *pss, struct routes_
         add_header(wsi, "content-type:", type, &p, end) ||
         add_header(wsi, "transfer-encoding:", "chunked", &p, end) ||
         add_common(wsi, r, &p, end) ||
+        (req->chunked && add_header(wsi, "connection:", "close", &p, end)) ||
         lws_finalize_write_http_header(wsi, start, &p, end) ||
         !(req->stream = stream_new(wsi)))
         return -1;
@@ -164,6 +172,15 @@ static int respond_stream(struct lws *wsi, struct serve_pss *pss, struct routes_
     lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* the handler bounds its answer */
     r->stream_open(r->stream_arg, req->stream);
     return 0;
+}
+
+/* The answer has gone: the connection waits for the next request, or closes
+ * after a chunked body (lws would take what follows for more of it). */
+static int completed(struct lws *wsi, struct serve_pss *pss)
+{
+    bool close_now = pss->req && pss->req->chunked;
+    req_free(pss);
+    return close_now || lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 /* Writes the answer's headers, and keeps its body for the writable turn. */
@@ -192,6 +209,7 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
     int rc = 0;
     if (lws_add_http_common_headers(wsi, (unsigned int)r->status, type, len, &p, end) ||
         add_common(wsi, r, &p, end) ||
+        (req->chunked && add_header(wsi, "connection:", "close", &p, end)) ||
         lws_finalize_write_http_header(wsi, start, &p, end))
         rc = -1;
     if (!rc && len && strcmp(req->method, "HEAD") != 0) {
@@ -206,13 +224,12 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
     metrics_observe(serve_of(wsi), monotime_now() - req->started);
     free(json);
     free(r->text);
+    free(r->owned);
     json_decref(r->json);
     if (rc)
         return -1;
-    if (!req->out_len) {
-        req_free(pss);
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
-    }
+    if (!req->out_len)
+        return completed(wsi, pss);
     return 0;
 }
 
@@ -275,6 +292,28 @@ static bool has_body(struct lws *wsi, const char *method)
            strtoull(cl, NULL, 10) > 0;
 }
 
+/* A body comes: with Content-Length (lws counts it), or chunked (decoded
+ * here); any other transfer coding is refused. */
+static int expect_body(struct lws *wsi, struct serve_pss *pss)
+{
+    char te[64] = "";
+    int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING);
+    if (n > 0) {
+        pss->req->chunked = true; /* whatever it says, lws took no length */
+        if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0)
+            return answer_error(wsi, pss, 400,
+                                "Transfer-Encoding and Content-Length: send one");
+        if (n >= (int)sizeof te ||
+            lws_hdr_copy(wsi, te, sizeof te, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != n ||
+            strcasecmp(te, "chunked") != 0)
+            return answer_error(wsi, pss, 501,
+                                "the body's transfer coding must be chunked, alone");
+        chunked_init(&pss->req->dechunk);
+    }
+    pss->req->awaiting_body = true;
+    return 0; /* the body comes */
+}
+
 static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
 {
     struct serve *s = serve_of(wsi);
@@ -304,22 +343,15 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
     if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
         strtoull(cl, NULL, 10) > pss->req->body_bound)
         return answer_error(wsi, pss, 413, "the body is too large");
-    if (has_body(wsi, method)) {
-        pss->req->awaiting_body = true;
-        return 0; /* the body comes */
-    }
+    if (has_body(wsi, method))
+        return expect_body(wsi, pss);
     return handle(wsi, pss);
 }
 
 /* A piece of the body, kept within the route's bound; the buffer grows by
  * doubling, so that a large upload is not copied once a piece. */
-static int body_part(struct serve_pss *pss, const void *in, size_t len)
+static int body_keep(struct http_req *req, size_t len)
 {
-    struct http_req *req = pss->req;
-    if (!req || !req->awaiting_body)
-        return req ? 0 : -1;
-    if (len > req->body_bound || req->body_len + len > req->body_bound)
-        return -1;
     if (req->body_len + len + 1 > req->body_cap) {
         size_t cap = req->body_cap ? req->body_cap : 4096;
         while (cap < req->body_len + len + 1)
@@ -330,6 +362,42 @@ static int body_part(struct serve_pss *pss, const void *in, size_t len)
         req->body = b;
         req->body_cap = cap;
     }
+    return 0;
+}
+
+/* A piece of a chunked body: its data kept, the body handled at its end. */
+static int body_chunk(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
+{
+    struct http_req *req = pss->req;
+    size_t room = req->body_bound - req->body_len, got = 0, used;
+    if (body_keep(req, len)) /* the data is never longer than its framing */
+        return -1;
+    int rc =
+        chunked_decode(&req->dechunk, in, len, req->body + req->body_len, &got, &used);
+    if (!rc && got > room) {
+        req->awaiting_body = false;
+        return answer_error(wsi, pss, 413, "the body is too large");
+    }
+    req->body_len += got;
+    req->body[req->body_len] = 0;
+    if (rc || chunked_done(&req->dechunk)) {
+        req->awaiting_body = false;
+        return rc ? answer_error(wsi, pss, 400, req->dechunk.error) : handle(wsi, pss);
+    }
+    return 0;
+}
+
+static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
+{
+    struct http_req *req = pss->req;
+    if (!req || !req->awaiting_body)
+        return req ? 0 : -1;
+    if (req->chunked)
+        return body_chunk(wsi, pss, in, len);
+    if (len > req->body_bound || req->body_len + len > req->body_bound)
+        return -1;
+    if (body_keep(req, len))
+        return -1;
     memcpy(req->body + req->body_len, in, len);
     req->body_len += len;
     req->body[req->body_len] = 0;
@@ -344,11 +412,13 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     case LWS_CALLBACK_HTTP:
         return begin(wsi, pss, in ? (const char *)in : "/");
     case LWS_CALLBACK_HTTP_BODY:
-        return body_part(pss, in, len);
+        return body_part(wsi, pss, in, len);
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         if (!pss->req || !pss->req->awaiting_body)
             return 0; /* answered already */
         pss->req->awaiting_body = false;
+        if (pss->req->chunked) /* lws's own bound on a body of no length */
+            return answer_error(wsi, pss, 413, "a chunked body may be at most 100 MiB");
         return handle(wsi, pss);
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         struct http_req *req = pss ? pss->req : NULL;
@@ -364,16 +434,16 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                 return -1;
             if (!finished)
                 return 0;
-            req_free(pss);
-            return lws_http_transaction_completed(wsi) ? -1 : 0;
+            return completed(wsi, pss);
         }
         if (!req || !req->out)
             return 0;
         int n = lws_write(wsi, req->out + LWS_PRE, req->out_len, LWS_WRITE_HTTP_FINAL);
-        req_free(pss);
-        if (n < 0)
+        if (n < 0) {
+            req_free(pss);
             return -1;
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
+        }
+        return completed(wsi, pss);
     }
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:

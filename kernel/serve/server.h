@@ -31,6 +31,7 @@ struct serve_config {
     bool allow_insecure;
     bool log_json;
     size_t max_body, max_ws_message;
+    size_t max_upload; /* bytes of a file through E2B's POST and GET /files */
     int max_per_address;
     int ws_ping_s; /* a quiet WebSocket is pinged after this long */
 };
