@@ -136,39 +136,94 @@ struct listing {
     size_t count;
 };
 
-/* Lists the folder fd (consumed) whose path is rel, depth levels down. */
-static int list_dir(int fd, const char *rel, int depth, struct listing *l)
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The names in the folder fd (consumed), sorted as envd (Go's os.ReadDir)
+ * sorts them, at most max of them (-E2BIG past it). 0 with *names new
+ * (names_free), or -errno. */
+static int read_names(int fd, size_t max, char ***names, size_t *n)
 {
     DIR *d = fdopendir(fd);
+    *names = NULL;
+    *n = 0;
     if (!d) {
         close(fd);
         return -errno;
     }
+    size_t cap = 0;
     int rc = 0;
     struct dirent *de;
     while (!rc && (de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
+        if (*n == max) {
+            rc = -E2BIG;
+        } else if (*n == cap) {
+            char **more = realloc(*names, (cap = cap ? cap * 2 : 32) * sizeof *more);
+            rc = more ? 0 : -ENOMEM;
+            *names = more ? more : *names;
+        }
+        if (!rc && !((*names)[*n] = strdup(de->d_name)))
+            rc = -ENOMEM;
+        if (!rc)
+            (*n)++;
+    }
+    closedir(d);
+    if (rc) {
+        names_free(*names, *n);
+        *names = NULL;
+        *n = 0;
+        return rc;
+    }
+    if (*n)
+        qsort(*names, *n, sizeof **names, by_name);
+    return 0;
+}
+
+/* Lists the folder fd (consumed) whose path is rel, depth levels down,
+ * depth first as envd's walk goes. */
+static int list_dir(int fd, const char *rel, int depth, struct listing *l)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int dfd = dup(fd);
+    int rc =
+        dfd < 0 ? -errno : read_names(fd, E2B_FILES_MAX_LIST - l->count + 1, &names, &n);
+    if (dfd < 0)
+        close(fd);
+    for (size_t i = 0; !rc && i < n; i++) {
         char child[E2B_PATH_MAX + 1], shown[SHOWN_MAX];
-        int n = snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-        if (n < 0 || (size_t)n >= sizeof child ||
+        int w = snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", names[i]);
+        if (w < 0 || (size_t)w >= sizeof child ||
             e2b_path_client(child, shown, sizeof shown))
             continue; /* deeper than a client can name */
         bool is_dir;
-        json_t *e = stat_entry(dirfd(d), de->d_name, shown, &is_dir, &rc);
+        json_t *e = stat_entry(dfd, names[i], shown, &is_dir, &rc);
         if (rc == -ENOENT)
-            rc = 0; /* gone since readdir */
+            rc = 0; /* gone since it was read */
         if (!e)
             continue;
         if (++l->count > E2B_FILES_MAX_LIST || json_array_append_new(l->entries, e)) {
             rc = l->count > E2B_FILES_MAX_LIST ? -E2BIG : -ENOMEM;
             break;
         }
-        int sub = is_dir && depth > 1 ? tfile_open_dir(dirfd(d), de->d_name) : -1;
+        int sub = is_dir && depth > 1 ? tfile_open_dir(dfd, names[i]) : -1;
         if (sub >= 0)
             rc = list_dir(sub, child, depth - 1, l);
     }
-    closedir(d);
+    names_free(names, n);
+    if (dfd >= 0)
+        close(dfd);
     return rc;
 }
 
