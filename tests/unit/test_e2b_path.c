@@ -74,7 +74,7 @@ static void test_a_nul_byte_is_refused(void)
 
 static void test_overlong_paths_and_components_are_refused(void)
 {
-    char *in = malloc(E2B_PATH_MAX + 2), rel[E2B_PATH_MAX + 1];
+    char *in = calloc(1, E2B_PATH_MAX + 2), rel[E2B_PATH_MAX + 1];
     REQUIRE(in);
     const char *why;
     memset(in, 'a', E2B_PATH_MAX + 1);

@@ -149,7 +149,7 @@ static void test_headers_and_parts_are_bounded(void)
 {
     /* A header line longer than the bound. */
     size_t n = MULTIPART_MAX_HEADERS + 64;
-    char *body = malloc(n + 64);
+    char *body = calloc(1, n + 64);
     REQUIRE(body);
     size_t o = (size_t)snprintf(body, 64, "--b\r\nX-Long: ");
     memset(body + o, 'a', n - o);
@@ -188,7 +188,7 @@ static void test_headers_and_parts_are_bounded(void)
 static void test_a_filename_longer_than_the_bound_is_refused(void)
 {
     size_t n = MULTIPART_MAX_FILENAME + 1;
-    char *body = malloc(n + 200);
+    char *body = calloc(1, n + 200);
     REQUIRE(body);
     size_t o = (size_t)snprintf(
         body, 200, "--b\r\nContent-Disposition: form-data; name=f; filename=\"");
