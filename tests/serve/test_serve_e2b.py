@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -18,7 +19,7 @@ import uuid
 
 import pytest
 
-from serve_helpers import Server
+from serve_helpers import SANDPIT, Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODE_DIR = os.path.join(ROOT, "tests", "node")
@@ -220,7 +221,7 @@ def test_the_url_is_logged_as_a_json_line_with_json_logs(tmp_path):
 def test_a_bad_secret_file_is_refused(tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("short\n")
-    proc = subprocess.run([os.path.join(ROOT, "build", "sandpit"), "serve", "--port", "0",
+    proc = subprocess.run([SANDPIT, "serve", "--port", "0",
                            "--token", "x", "--e2b-secret-file", str(secret)],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0 and "E2B secret" in proc.stderr, proc.stderr
@@ -397,3 +398,54 @@ def test_a_context_removed_mid_cell_ends_its_stream_with_an_error(server):
     assert [o["type"] for o in got][-2:] == ["error", "end_of_execution"], got
     assert got[-2]["name"] == "ContextGone"
     assert lines[-1][0] < 30
+
+
+def test_a_cell_whose_worker_dies_ends_with_an_error_and_the_context_goes_on(server):
+    status, ctx = server.call("POST", "/contexts", {})
+    assert status == 200
+    got = run(server, "import os\nprint('bye', flush=True)\nos._exit(3)",
+              context_id=ctx["id"])
+    errors = [o for o in got if o["type"] == "error"]
+    assert [e["name"] for e in errors] == ["WorkerDied"], got
+    got = run(server, "1 + 2", context_id=ctx["id"])
+    assert main_result(got)[0]["text"] == "3", got
+    assert server.call("DELETE", "/contexts/" + ctx["id"])[0] == 204
+
+
+def children(pid):
+    """The pids of pid's children (from /proc)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(d))
+    return out
+
+
+def test_a_context_whose_kernel_dies_mid_cell_ends_its_stream_with_an_error(server):
+    before = children(server.proc.pid)
+    status, ctx = server.call("POST", "/contexts", {})
+    assert status == 200
+    new = children(server.proc.pid) - before
+    assert len(new) == 1, new
+
+    def kill_when_running(o):
+        if o["type"] == "stdout":
+            os.kill(new.pop(), signal.SIGKILL)
+        return False
+
+    status, lines = post_lines(
+        server, {"code": "import time\nprint('go', flush=True)\ntime.sleep(60)",
+                 "context_id": ctx["id"]}, on_line=kill_when_running)
+    got = objects(lines)
+    assert [o["type"] for o in got][-2:] == ["error", "end_of_execution"], got
+    assert got[-2]["name"] == "ContextDied"
+    assert lines[-1][0] < 30
+    status, lines = post_lines(server, {"code": "1", "context_id": ctx["id"]})
+    assert status == 409 and "dead" in lines[0][1]["message"], lines
+    assert ctx["id"] not in [c["id"] for c in server.call("GET", "/contexts")[1]]
