@@ -30,7 +30,7 @@ static const char *beneath_home(const char *in, size_t len, size_t *rest)
 int e2b_path_map(const char *in, size_t len, char *rel, size_t rellen, const char **why)
 {
     size_t rest = 0, o = 0;
-    const char *p;
+    const char *p = NULL;
     *why = NULL;
     if (!rellen)
         *why = "no room for the path";
