@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,9 @@ bool e2b_files_owns(const char *route)
 
 size_t e2b_files_body_bound(const char *method, const char *route, size_t max_upload)
 {
-    return strcmp(method, "POST") == 0 && strcmp(route, "/files") == 0 ? max_upload : 0;
+    return strcmp(method, "POST") == 0 && strcmp(route, "/files") == 0
+               ? max_upload + E2B_FILES_FRAMING
+               : 0;
 }
 
 static void files_error(struct routes_resp *out, int status, const char *message)
@@ -68,6 +71,8 @@ static int status_of(int rc)
     case EACCES:
     case EPERM:
         return 403;
+    case EBUSY:
+        return 409;
     default:
         return 500;
     }
@@ -82,6 +87,7 @@ static void fail(struct routes_resp *out, int rc, const char *client_path)
                       : rc == -EISDIR  ? "it is a folder, not a file"
                       : rc == -ENOTDIR ? "a file is in the way of a folder"
                       : rc == -EEXIST  ? "a folder is in the way"
+                      : rc == -EBUSY   ? "the file kept changing while it was read"
                       : rc == -ENXIO   ? tfile_strerror(-TFILE_EKIND)
                                        : tfile_strerror(rc);
     snprintf(msg, sizeof msg, "%s: %s", client_path, why);
@@ -166,12 +172,12 @@ static int add_entry(json_t *list, const char *shown, const char *rel)
 
 /* One file's bytes written at the client's path; its entry added to list. */
 static int upload_one(int root, const char *path, size_t plen, const char *data,
-                      size_t len, json_t *list, struct routes_resp *out)
+                      size_t len, size_t max, json_t *list, struct routes_resp *out)
 {
     char rel[E2B_PATH_MAX + 1], shown[E2B_PATH_MAX + sizeof E2B_PATH_HOME + 1];
     if (map_path(path, plen, rel, shown, out))
         return -EINVAL;
-    int rc = write_file(root, rel, data, len);
+    int rc = len > max ? -EFBIG : write_file(root, rel, data, len);
     if (rc) {
         fail(out, rc, shown);
         return rc;
@@ -203,9 +209,15 @@ static int walk_parts(const struct e2b_files_req *rq, const char *boundary, int 
         const char *path = rq->path ? rq->path : p->has_filename ? p->filename : NULL;
         size_t plen = rq->path ? rq->path_len : strlen(p->filename);
         char rel[E2B_PATH_MAX + 1], shown[E2B_PATH_MAX + sizeof E2B_PATH_HOME + 1];
-        if (write ? upload_one(root, path, plen, p->data, p->len, list, out)
-                  : map_path(path, plen, rel, shown, out)) {
+        if (write
+                ? upload_one(root, path, plen, p->data, p->len, rq->max_upload, list, out)
+                : map_path(path, plen, rel, shown, out)) {
             rc = -EINVAL;
+            break;
+        }
+        if (!write && p->len > rq->max_upload) {
+            fail(out, -EFBIG, shown);
+            rc = -EFBIG;
             break;
         }
     }
@@ -247,7 +259,47 @@ static int upload(const struct e2b_files_req *rq, int root, json_t *list,
                     "application/octet-stream");
         return -EINVAL;
     }
-    return upload_one(root, rq->path, rq->path_len, rq->body, rq->len, list, out);
+    return upload_one(root, rq->path, rq->path_len, rq->body, rq->len, rq->max_upload,
+                      list, out);
+}
+
+/* The regular file fd (opened by tfile), whole if at most max bytes, after
+ * LWS_PRE bytes of room, so that http.c writes it where it lies: a large
+ * file is then in memory once. 0 with *out new, or -errno (-EFBIG). */
+static int read_with_room(int fd, size_t max, char **out, size_t *len)
+{
+    struct stat st;
+    *out = NULL;
+    *len = 0;
+    if (fstat(fd, &st))
+        return -errno;
+    if ((uint64_t)st.st_size > max)
+        return -EFBIG;
+    size_t cap = (size_t)st.st_size + 1, n = 0; /* one more: a file that grew */
+    char *buf = malloc(LWS_PRE + cap);
+    if (!buf)
+        return -ENOMEM;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + LWS_PRE + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int rc = r < 0 ? -errno : 0;
+            if (rc) {
+                free(buf);
+                return rc;
+            }
+            break;
+        }
+        n += (size_t)r;
+    }
+    if (n == cap) { /* it grew while it was read: read what it is now, again */
+        free(buf);
+        return -EAGAIN;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
 }
 
 /* GET /files: the file's bytes, raw. */
@@ -258,16 +310,22 @@ static void download(const struct e2b_files_req *rq, int root, struct routes_res
         return;
     char *data = NULL;
     size_t len = 0;
-    int rc = *rel ? tfile_read(root, rel, rq->max_upload, &data, &len) : -EISDIR;
+    int fd = *rel ? tfile_open(root, rel, O_RDONLY) : -EISDIR, rc = fd < 0 ? fd : -EAGAIN;
+    for (int tries = 0; rc == -EAGAIN && tries < 3; tries++)
+        rc = lseek(fd, 0, SEEK_SET) ? -errno
+                                    : read_with_room(fd, rq->max_upload, &data, &len);
+    if (fd >= 0)
+        close(fd);
     if (rc == -ENXIO)
         rc = -TFILE_EKIND;
     if (rc) {
-        fail(out, rc, shown);
+        fail(out, rc == -EAGAIN ? -EBUSY : rc, shown);
         return;
     }
     out->status = 200;
     out->owned = data;
-    out->raw = (const unsigned char *)data;
+    out->owned_pre = true;
+    out->raw = (const unsigned char *)data + LWS_PRE;
     out->raw_len = len;
     out->content_type = "application/octet-stream";
 }

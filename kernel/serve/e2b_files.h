@@ -20,6 +20,7 @@
 #include "kernel/serve/server.h"
 
 #define E2B_FILES_MAX_UPLOAD (100u << 20) /* --max-upload's default */
+#define E2B_FILES_FRAMING    (64u << 10)  /* a body's bytes beyond its files' */
 #define E2B_FILES_MAX_LIST   20000        /* entries ListDir answers at most */
 #define E2B_FILES_MAX_DEPTH  16           /* levels ListDir goes down at most */
 
@@ -40,8 +41,9 @@ struct e2b_files_req {
 /* Whether route (decoded, without its query) is one of this module's. */
 bool e2b_files_owns(const char *route);
 
-/* The largest body route may have: max_upload for POST /files, else 0 (the
- * server's usual bound applies). */
+/* The largest body route may have: for POST /files, max_upload and room for
+ * a multipart body's framing (each file is held to max_upload itself); else
+ * 0 (the server's usual bound applies). */
 size_t e2b_files_body_bound(const char *method, const char *route, size_t max_upload);
 
 /* Answers rq (whose route e2b_files_owns) into out. */

@@ -25,13 +25,15 @@
 #include "kernel/serve/stream.h"
 #include "kernel/util/monotime.h"
 
+#define HTTP_WRITE_PIECE (256u << 10) /* bytes of an answer's body a writable turn */
+
 struct http_req {
     char method[8];
     char path[512];
     char *body;
     size_t body_len, body_cap, body_bound;
-    unsigned char *out; /* LWS_PRE bytes, then the body to write */
-    size_t out_len;
+    unsigned char *out;      /* LWS_PRE bytes, then the body to write */
+    size_t out_len, out_off; /* out_off: the bytes of it written */
     double started;
     bool awaiting_body; /* lws reports a body's end for a POST without one too */
     bool e2b_prefix;    /* authorised by the E2B secret: E2B's routes only */
@@ -213,7 +215,12 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
         lws_finalize_write_http_header(wsi, start, &p, end))
         rc = -1;
     if (!rc && len && strcmp(req->method, "HEAD") != 0) {
-        if (!(req->out = malloc(LWS_PRE + len))) {
+        if (r->owned_pre && data == (unsigned char *)r->owned + LWS_PRE) {
+            req->out = r->owned; /* a large file, not copied again */
+            r->owned = NULL;
+            req->out_len = len;
+            lws_callback_on_writable(wsi);
+        } else if (!(req->out = malloc(LWS_PRE + len))) {
             rc = -1;
         } else {
             memcpy(req->out + LWS_PRE, data, len);
@@ -404,6 +411,30 @@ static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, siz
     return 0;
 }
 
+/* A piece of the answer's body, on a writable turn: a large one (a file)
+ * goes a piece at a time, so that lws never holds a copy of it all. The
+ * LWS_PRE bytes before a later piece are bytes already sent, which lws may
+ * use. */
+static int write_piece(struct lws *wsi, struct serve_pss *pss)
+{
+    struct http_req *req = pss->req;
+    size_t n = req->out_len - req->out_off;
+    if (n > HTTP_WRITE_PIECE)
+        n = HTTP_WRITE_PIECE;
+    bool last = req->out_off + n == req->out_len;
+    if (lws_write(wsi, req->out + LWS_PRE + req->out_off, n,
+                  last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < 0) {
+        req_free(pss);
+        return -1;
+    }
+    req->out_off += n;
+    if (!last) {
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    return completed(wsi, pss);
+}
+
 int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                   size_t len)
 {
@@ -438,12 +469,7 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
         }
         if (!req || !req->out)
             return 0;
-        int n = lws_write(wsi, req->out + LWS_PRE, req->out_len, LWS_WRITE_HTTP_FINAL);
-        if (n < 0) {
-            req_free(pss);
-            return -1;
-        }
-        return completed(wsi, pss);
+        return write_piece(wsi, pss);
     }
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
