@@ -231,7 +231,7 @@ static void one_context(struct serve *s, const char *method, char **seg, int n,
         registry_remove(&s->reg, k);
         out->status = 204;
     } else if (n == 3 && strcmp(seg[2], "restart") == 0 && strcmp(method, "POST") == 0) {
-        e2b_exec_cut(k, "ContextRestarting", "Context was restarted");
+        e2b_exec_cut(k, "ContextRestarting", "Context was restarted", true);
         if (registry_restart(k, err, sizeof err))
             routes_error(out, k->dead_at || k->ready ? 409 : 500, err);
         else

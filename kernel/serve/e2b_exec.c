@@ -286,17 +286,22 @@ static void hook_iopub(void *arg, struct serve_kernel *k, const struct msg *m,
         }
 }
 
-void e2b_exec_cut(struct serve_kernel *k, const char *name, const char *value)
+void e2b_exec_cut(struct serve_kernel *k, const char *name, const char *value,
+                  bool interrupt)
 {
     struct e2b_ctx *ctx = k->e2b;
     if (!ctx)
         return;
+    bool running = false;
     struct e2b_cell *c = ctx->cells, *next;
     for (; c; c = next) {
         next = c->next;
+        running = running || (c->sent && c->cell.input_accepted && !c->over);
         if (!c->over)
             fail(c, name, value); /* frees c, or leaves it for its stream */
     }
+    if (interrupt && running && !k->dead_at)
+        registry_interrupt(k);
 }
 
 static void hook_dead(void *arg, struct serve_kernel *k)
@@ -304,7 +309,7 @@ static void hook_dead(void *arg, struct serve_kernel *k)
     struct e2b *e = arg;
     if (e->prev_dead)
         e->prev_dead(e->prev_arg, k);
-    e2b_exec_cut(k, "ContextDied", "the context's kernel died");
+    e2b_exec_cut(k, "ContextDied", "the context's kernel died", false);
 }
 
 static void hook_gone(void *arg, struct serve_kernel *k)
@@ -316,7 +321,7 @@ static void hook_gone(void *arg, struct serve_kernel *k)
     if (!ctx)
         return;
     e2b_exec_cut(k, "ContextGone",
-                 ctx->failed[0] ? ctx->failed : "the context was removed");
+                 ctx->failed[0] ? ctx->failed : "the context was removed", false);
     while (ctx->cells) { /* streams that have not opened, or have gone */
         struct e2b_cell *c = ctx->cells;
         if (c->st) {

@@ -56,8 +56,10 @@ int e2b_exec_start(struct serve *s, struct serve_kernel *k, const char *code,
                    const json_t *env_vars, struct routes_resp *out, char *err,
                    size_t errlen);
 
-/* Ends every cell of k with an error line (name, value), then their end:
- * before a restart. */
-void e2b_exec_cut(struct serve_kernel *k, const char *name, const char *value);
+/* Ends every cell of k with an error line (name, value), then their end;
+ * with interrupt, the one running is interrupted too: before a restart,
+ * which waits for the kernel to answer on its shell. */
+void e2b_exec_cut(struct serve_kernel *k, const char *name, const char *value,
+                  bool interrupt);
 
 #endif

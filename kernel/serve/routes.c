@@ -13,6 +13,7 @@
 
 #include "kernel/embedded.h"
 #include "kernel/serve/e2b.h"
+#include "kernel/serve/e2b_exec.h"
 #include "kernel/serve/e2b_files.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
@@ -193,6 +194,8 @@ static void one_kernel(struct serve *s, const char *method, char **seg, int n,
         else
             out->status = 204;
     } else if (n == 4 && strcmp(seg[3], "restart") == 0 && strcmp(method, "POST") == 0) {
+        e2b_exec_cut(k, "ContextRestarting", "Context was restarted",
+                     true); /* its E2B cells */
         if (registry_restart(k, err, sizeof err))
             routes_error(out, k->dead_at || k->ready ? 409 : 500, err);
         else

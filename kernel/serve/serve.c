@@ -104,8 +104,10 @@ static void announce(const struct serve *s, bool generated)
     int port = lws_get_vhost_listen_port(s->vh);
     const char *scheme = s->cfg.certfile ? "https" : "http";
     log_info("listening on %s://%s:%d/", scheme, s->cfg.ip, port);
-    log_info("for code written for E2B: E2B_DEBUG=true E2B_SANDBOX_URL=%s://%s:%d/e2b/%s",
-             scheme, s->cfg.ip, port, s->cfg.e2b_secret);
+    bool v6 = strchr(s->cfg.ip, ':') != NULL; /* a URL's IPv6 host is bracketed */
+    log_info(
+        "for code written for E2B: E2B_DEBUG=true E2B_SANDBOX_URL=%s://%s%s%s:%d/e2b/%s",
+        scheme, v6 ? "[" : "", s->cfg.ip, v6 ? "]" : "", port, s->cfg.e2b_secret);
     if (generated)
         fprintf(stderr,
                 "sandpit serve: the token (generated; --token or --token-file to choose "

@@ -449,3 +449,42 @@ def test_a_context_whose_kernel_dies_mid_cell_ends_its_stream_with_an_error(serv
     status, lines = post_lines(server, {"code": "1", "context_id": ctx["id"]})
     assert status == 409 and "dead" in lines[0][1]["message"], lines
     assert ctx["id"] not in [c["id"] for c in server.call("GET", "/contexts")[1]]
+
+
+def test_two_cells_at_once_on_one_context_run_in_turn(server):
+    import threading
+    results = {}
+
+    def one(name, code):
+        results[name] = run(server, code)
+
+    first = threading.Thread(target=one, args=("a", "import time\ntime.sleep(1.5)\n'a'"))
+    first.start()
+    time.sleep(0.3)
+    one("b", "'b'")
+    first.join(30)
+    assert main_result(results["a"])[0]["text"] == "a", results
+    assert main_result(results["b"])[0]["text"] == "b", results
+    count = {k: [o for o in v if o["type"] == "number_of_executions"][0]["execution_count"]
+             for k, v in results.items()}
+    assert count["b"] == count["a"] + 1, results
+
+
+@pytest.mark.parametrize("route", ["/contexts/%s/restart", "/api/kernels/%s/restart"])
+def test_a_restart_ends_a_running_cell(server, route):
+    status, ctx = server.call("POST", "/contexts", {})
+    assert status == 200
+
+    def restart_when_running(o):
+        if o["type"] == "stdout":
+            assert server.call("POST", route % ctx["id"])[0] == 200
+        return False
+
+    status, lines = post_lines(
+        server, {"code": "import time\nprint('go', flush=True)\ntime.sleep(60)",
+                 "context_id": ctx["id"]}, on_line=restart_when_running)
+    got = objects(lines)
+    assert [o["type"] for o in got][-2:] == ["error", "end_of_execution"], got
+    assert got[-2]["name"] == "ContextRestarting" and lines[-1][0] < 30
+    assert main_result(run(server, "2 + 2", context_id=ctx["id"]))[0]["text"] == "4"
+    assert server.call("DELETE", "/contexts/" + ctx["id"])[0] == 204
