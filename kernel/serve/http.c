@@ -12,6 +12,7 @@
  * the answer, since lws would read the next request as more of the body. */
 #include "kernel/serve/http.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@ struct http_req {
     char path[512];
     char *body;
     size_t body_len, body_cap, body_bound;
+    struct serve *srv;       /* for the large bodies' count (uploads_held) */
+    bool upload;             /* a body bound past max_body: counted in uploads_held */
     unsigned char *out;      /* LWS_PRE bytes, then the body to write */
     size_t out_len, out_off; /* out_off: the bytes of it written */
     double started;
@@ -73,6 +76,8 @@ static void req_free(struct serve_pss *pss)
         registry_forget_waiter(pss->req->pending_kernel);
     json_decref(pss->req->deferred.json);
     stream_gone(pss->req->stream);
+    if (pss->req->upload)
+        pss->req->srv->uploads_held -= pss->req->body_cap;
     free(pss->req->body);
     free(pss->req->out);
     free(pss->req);
@@ -346,6 +351,8 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
         return answer_error(wsi, pss, 401, "a valid token is required");
     }
     pss->req->body_bound = routes_body_bound(s, method, pss->req->path);
+    pss->req->srv = s;
+    pss->req->upload = pss->req->body_bound > s->cfg.max_body;
     char cl[32] = "";
     if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
         strtoull(cl, NULL, 10) > pss->req->body_bound)
@@ -355,21 +362,44 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
     return handle(wsi, pss);
 }
 
-/* A piece of the body, kept within the route's bound; the buffer grows by
- * doubling, so that a large upload is not copied once a piece. */
+/* Room for len more bytes of the body: the buffer grows by doubling, so that
+ * a large upload is not copied once a piece, but never past the route's
+ * bound (and the piece at hand). The large bodies together are held to
+ * SERVE_UPLOADS_AT_ONCE of them. 0, -ENOMEM, or -ENOBUFS past that. */
 static int body_keep(struct http_req *req, size_t len)
 {
-    if (req->body_len + len + 1 > req->body_cap) {
-        size_t cap = req->body_cap ? req->body_cap : 4096;
-        while (cap < req->body_len + len + 1)
-            cap *= 2;
-        char *b = realloc(req->body, cap);
-        if (!b)
-            return -1;
-        req->body = b;
-        req->body_cap = cap;
-    }
+    size_t need = req->body_len + len + 1;
+    if (need <= req->body_cap)
+        return 0;
+    size_t cap = req->body_cap ? req->body_cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    size_t most = req->body_bound + 1 > need ? req->body_bound + 1 : need;
+    if (cap > most)
+        cap = most;
+    size_t *held = &req->srv->uploads_held;
+    if (req->upload &&
+        *held - req->body_cap + cap > SERVE_UPLOADS_AT_ONCE * (req->body_bound + 1))
+        return -ENOBUFS;
+    char *b = realloc(req->body, cap);
+    if (!b)
+        return -ENOMEM;
+    if (req->upload)
+        *held += cap - req->body_cap;
+    req->body = b;
+    req->body_cap = cap;
     return 0;
+}
+
+/* The answer when body_keep refuses. */
+static int body_refused(struct lws *wsi, struct serve_pss *pss, int rc)
+{
+    pss->req->awaiting_body = false;
+    if (rc != -ENOBUFS)
+        return -1;
+    return answer_error(wsi, pss, 503,
+                        "the server holds as many uploads as it may at once: try again "
+                        "once one has ended");
 }
 
 /* A piece of a chunked body: its data kept, the body handled at its end. */
@@ -377,8 +407,9 @@ static int body_chunk(struct lws *wsi, struct serve_pss *pss, const void *in, si
 {
     struct http_req *req = pss->req;
     size_t room = req->body_bound - req->body_len, got = 0, used;
-    if (body_keep(req, len)) /* the data is never longer than its framing */
-        return -1;
+    int kept = body_keep(req, len); /* the data is never longer than its framing */
+    if (kept)
+        return body_refused(wsi, pss, kept);
     int rc =
         chunked_decode(&req->dechunk, in, len, req->body + req->body_len, &got, &used);
     if (!rc && got > room) {
@@ -403,8 +434,9 @@ static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, siz
         return body_chunk(wsi, pss, in, len);
     if (len > req->body_bound || req->body_len + len > req->body_bound)
         return -1;
-    if (body_keep(req, len))
-        return -1;
+    int kept = body_keep(req, len);
+    if (kept)
+        return body_refused(wsi, pss, kept);
     memcpy(req->body + req->body_len, in, len);
     req->body_len += len;
     req->body[req->body_len] = 0;

@@ -20,6 +20,7 @@
 #define SERVE_MAX_PER_ADDRESS 256         /* connections from one address */
 #define SERVE_LATENCY_BUCKETS 12
 #define SERVE_WS_PING_S       30 /* a quiet WebSocket is pinged after this */
+#define SERVE_UPLOADS_AT_ONCE 4  /* bodies past max_body held at once, at most */
 
 struct serve_config {
     const char *ip;
@@ -51,6 +52,7 @@ struct serve {
     struct msg_session session;     /* the server's own messages (status dead) */
     struct serve_session *sessions; /* sessions.c's */
     struct e2b *e2b;                /* e2b_exec.c's */
+    size_t uploads_held;            /* bytes of the large bodies held at once (http.c) */
 };
 
 struct http_req;

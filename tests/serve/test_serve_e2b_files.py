@@ -381,6 +381,45 @@ def test_uploads_beyond_max_upload_are_413s_and_other_routes_keep_their_bound(tm
         s.stop()
 
 
+def test_at_most_four_uploads_are_held_at_once():
+    s = Server("--max-upload", "2000000")
+    socks = []
+    try:
+        def begin(name, size=2000000):
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=20)
+            c.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: token %s\r\n"
+                       "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n"
+                       % (files_url(name), s.token, size)).encode())
+            c.sendall(b"u" * (size - 1))  # all but the last byte: the body is held
+            socks.append(c)
+            return c
+
+        def answer(c):
+            got = b""
+            while b"\r\n\r\n" not in got or len(got.partition(b"\r\n\r\n")[2]) < int(
+                    re.search(rb"content-length: (\d+)", got, re.I).group(1)):
+                piece = c.recv(65536)
+                if not piece:
+                    break
+                got += piece
+            return parse_answer(got)
+
+        held = [begin("held%d.bin" % i) for i in range(4)]
+        time.sleep(1)
+        fifth = begin("fifth.bin")
+        status, _, body = answer(fifth)
+        assert "uploads" in error_of(status, body, 503, route=False)
+        for c in held:
+            c.sendall(b"u")
+            assert answer(c)[0] == 200
+        assert upload_raw(s, "after.bin", b"v" * 2000000)[0] == 200  # room again
+        assert not os.path.exists(os.path.join(s.cwd, "fifth.bin"))
+    finally:
+        for c in socks:
+            c.close()
+        s.stop()
+
+
 def test_max_upload_is_above_the_api_bound_by_default(server):
     big = os.urandom(3 << 20)  # 3 MiB: over the 1 MiB of the other routes
     assert upload_raw(server, "three-mib.bin", big)[0] == 200
