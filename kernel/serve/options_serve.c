@@ -183,9 +183,14 @@ static int apply_numbers(struct serve *s, const struct serve_args *a, char *err,
         !(rc = number("--max-connections-per-address", a->max_per_address, 1, 1000000, &d,
                       err, errlen)))
         c->max_per_address = (int)d;
-    if (!rc && a->max_upload &&
-        !(rc = number("--max-upload", a->max_upload, 1, 17179869184.0, &d, err, errlen)))
-        c->max_upload = (size_t)d;
+    if (!rc && a->max_upload) {
+        rc = number("--max-upload", a->max_upload, 1, 17179869184.0, &d, err, errlen);
+        if (rc)
+            errbuf_set(rc, err, errlen, "--max-upload needs a number of bytes from 1 to "
+                                        "17179869184 (16 GiB)");
+        else
+            c->max_upload = (size_t)d;
+    }
     if (!rc && a->ws_ping &&
         !(rc = number("--ws-ping-interval", a->ws_ping, 1, 3600, &d, err, errlen)))
         c->ws_ping_s = (int)d;
