@@ -186,8 +186,9 @@ static int apply_numbers(struct serve *s, const struct serve_args *a, char *err,
     if (!rc && a->max_upload) {
         rc = number("--max-upload", a->max_upload, 1, 17179869184.0, &d, err, errlen);
         if (rc)
-            errbuf_set(rc, err, errlen, "--max-upload needs a number of bytes from 1 to "
-                                        "17179869184 (16 GiB)");
+            errbuf_set(rc, err, errlen,
+                       "--max-upload needs a number of bytes from 1 to "
+                       "17179869184 (16 GiB)");
         else
             c->max_upload = (size_t)d;
     }
