@@ -367,20 +367,22 @@ analyse:
 # --- fuzzing ------------------------------------------------------------------------
 # libFuzzer harnesses (clang's) for what reads untrusted bytes: the wire splitter and
 # the signature check, the message parser, the connection file, the link codec, the
-# check of outputs for active content,
-# each under AddressSanitizer and UBSan. `make fuzz` runs each for FUZZ_SECONDS and
+# check of outputs for active content, an upload's chunked framing, multipart body and
+# path (E2B's POST /files), each under AddressSanitizer and UBSan. `make fuzz` runs each for FUZZ_SECONDS and
 # keeps what it finds in build-fuzz/; `make test` replays each seed corpus once.
 FUZZ_CC      := clang
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := wire msg connection link load active
+FUZZ_TARGETS := wire msg connection link load active upload
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -fno-omit-frame-pointer -I. \
                 $(PKG_CFLAGS)
 LINK_SRC     := kernel/link/link.c kernel/link/frames.c kernel/mem/prefault.c
 ACTIVE_SRC   := kernel/supervisor/active.c kernel/supervisor/active_html.c \
                 kernel/supervisor/active_lists.c kernel/util/base64.c
-FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC) $(ACTIVE_SRC))
+UPLOAD_SRC   := kernel/serve/chunked.c kernel/serve/multipart.c kernel/serve/e2b_path.c
+FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(PROTOCOL_SRC) $(LINK_SRC) $(ACTIVE_SRC) \
+                  $(UPLOAD_SRC))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 .SECONDARY: $(FUZZ_LIB_OBJ)
 

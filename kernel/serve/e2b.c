@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "kernel/serve/e2b_exec.h"
+#include "kernel/serve/e2b_files.h"
 #include "kernel/serve/model.h"
 #include "kernel/serve/sessions.h"
 
@@ -277,7 +278,7 @@ bool e2b_handle(struct serve *s, const struct serve_request *rq, struct routes_r
             routes_error(out, 405, "method not allowed");
     } else if (strcmp(seg[0], "contexts") == 0) {
         contexts(s, rq, seg, n, out);
-    } else {
+    } else if (!e2b_files_serve(s, rq, out)) {
         return false;
     }
     return true;

@@ -4,15 +4,21 @@
  * max_http_header_data, its path decoded and stripped of "..") and calls
  * here in steps: the request line and headers, the body in pieces, the end
  * of the body, and "writable" when the answer may go. The body is kept up
- * to the server's bound; a Content-Length above it is answered 413 before
- * any of it is read, and a chunked body that grows past it ends the
- * connection. */
+ * to the route's bound (routes_body_bound); a Content-Length above it is
+ * answered 413 before any of it is read. lws 4.1.6 hands a chunked body on
+ * raw, framing and all, and never reports its end (it waits for 100 MiB):
+ * chunked.c decodes it here, its last chunk ends the body, a body that
+ * grows past the bound is answered 413, and the connection closes after
+ * the answer, since lws would read the next request as more of the body. */
 #include "kernel/serve/http.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "kernel/serve/chunked.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
 #include "kernel/serve/routes.h"
@@ -20,16 +26,22 @@
 #include "kernel/serve/stream.h"
 #include "kernel/util/monotime.h"
 
+#define HTTP_WRITE_PIECE (256u << 10) /* bytes of an answer's body a writable turn */
+
 struct http_req {
     char method[8];
     char path[512];
     char *body;
     size_t body_len, body_cap, body_bound;
-    unsigned char *out; /* LWS_PRE bytes, then the body to write */
-    size_t out_len;
+    struct serve *srv;       /* for the large bodies' count (uploads_held) */
+    bool upload;             /* a body bound past max_body: counted in uploads_held */
+    unsigned char *out;      /* LWS_PRE bytes, then the body to write */
+    size_t out_len, out_off; /* out_off: the bytes of it written */
     double started;
     bool awaiting_body; /* lws reports a body's end for a POST without one too */
     bool e2b_prefix;    /* authorised by the E2B secret: E2B's routes only */
+    bool chunked;       /* the body comes in chunks (dechunk decodes them) */
+    struct chunked dechunk;
     struct lws *wsi;
     /* An answer that waits for a kernel to start, then for a writable turn. */
     struct serve_kernel *pending_kernel;
@@ -64,6 +76,8 @@ static void req_free(struct serve_pss *pss)
         registry_forget_waiter(pss->req->pending_kernel);
     json_decref(pss->req->deferred.json);
     stream_gone(pss->req->stream);
+    if (pss->req->upload)
+        pss->req->srv->uploads_held -= pss->req->body_cap;
     free(pss->req->body);
     free(pss->req->out);
     free(pss->req);
@@ -161,6 +175,7 @@ static int respond_stream(struct lws *wsi, struct serve_pss *pss, struct routes_
                      add_header(wsi, "content-type:", type, &p, end) ||
                      add_header(wsi, "transfer-encoding:", "chunked", &p, end) ||
                      add_common(wsi, r, &p, end) ||
+                     (req->chunked && add_header(wsi, "connection:", "close", &p, end)) ||
                      lws_finalize_write_http_header(wsi, start, &p, end)
                  ? -1
                  : 0;
@@ -173,6 +188,15 @@ static int respond_stream(struct lws *wsi, struct serve_pss *pss, struct routes_
         stream_refuse(req->stream);
     r->stream_open(r->stream_arg, req->stream);
     return rc;
+}
+
+/* The answer has gone: the connection waits for the next request, or closes
+ * after a chunked body (lws would take what follows for more of it). */
+static int completed(struct lws *wsi, struct serve_pss *pss)
+{
+    bool close_now = pss->req && pss->req->chunked;
+    req_free(pss);
+    return close_now || lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 /* Writes the answer's headers, and keeps its body for the writable turn. */
@@ -201,10 +225,16 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
     int rc = 0;
     if (lws_add_http_common_headers(wsi, (unsigned int)r->status, type, len, &p, end) ||
         add_common(wsi, r, &p, end) ||
+        (req->chunked && add_header(wsi, "connection:", "close", &p, end)) ||
         lws_finalize_write_http_header(wsi, start, &p, end))
         rc = -1;
     if (!rc && len && strcmp(req->method, "HEAD") != 0) {
-        if (!(req->out = malloc(LWS_PRE + len))) {
+        if (r->owned_pre && data == (unsigned char *)r->owned + LWS_PRE) {
+            req->out = r->owned; /* a large file, not copied again */
+            r->owned = NULL;
+            req->out_len = len;
+            lws_callback_on_writable(wsi);
+        } else if (!(req->out = malloc(LWS_PRE + len))) {
             rc = -1;
         } else {
             memcpy(req->out + LWS_PRE, data, len);
@@ -215,13 +245,12 @@ static int respond(struct lws *wsi, struct serve_pss *pss, struct routes_resp *r
     metrics_observe(serve_of(wsi), monotime_now() - req->started);
     free(json);
     free(r->text);
+    free(r->owned);
     json_decref(r->json);
     if (rc)
         return -1;
-    if (!req->out_len) {
-        req_free(pss);
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
-    }
+    if (!req->out_len)
+        return completed(wsi, pss);
     return 0;
 }
 
@@ -284,6 +313,28 @@ static bool has_body(struct lws *wsi, const char *method)
            strtoull(cl, NULL, 10) > 0;
 }
 
+/* A body comes: with Content-Length (lws counts it), or chunked (decoded
+ * here); any other transfer coding is refused. */
+static int expect_body(struct lws *wsi, struct serve_pss *pss)
+{
+    char te[64] = "";
+    int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING);
+    if (n > 0) {
+        pss->req->chunked = true; /* whatever it says, lws took no length */
+        if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0)
+            return answer_error(wsi, pss, 400,
+                                "Transfer-Encoding and Content-Length: send one");
+        if (n >= (int)sizeof te ||
+            lws_hdr_copy(wsi, te, sizeof te, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != n ||
+            strcasecmp(te, "chunked") != 0)
+            return answer_error(wsi, pss, 501,
+                                "the body's transfer coding must be chunked, alone");
+        chunked_init(&pss->req->dechunk);
+    }
+    pss->req->awaiting_body = true;
+    return 0; /* the body comes */
+}
+
 static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
 {
     struct serve *s = serve_of(wsi);
@@ -309,40 +360,120 @@ static int begin(struct lws *wsi, struct serve_pss *pss, const char *path)
         return answer_error(wsi, pss, 401, "a valid token is required");
     }
     pss->req->body_bound = routes_body_bound(s, method, pss->req->path);
+    pss->req->srv = s;
+    pss->req->upload = pss->req->body_bound > s->cfg.max_body;
     char cl[32] = "";
     if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
         strtoull(cl, NULL, 10) > pss->req->body_bound)
         return answer_error(wsi, pss, 413, "the body is too large");
-    if (has_body(wsi, method)) {
-        pss->req->awaiting_body = true;
-        return 0; /* the body comes */
-    }
+    if (has_body(wsi, method))
+        return expect_body(wsi, pss);
     return handle(wsi, pss);
 }
 
-/* A piece of the body, kept within the route's bound; the buffer grows by
- * doubling, so that a large upload is not copied once a piece. */
-static int body_part(struct serve_pss *pss, const void *in, size_t len)
+/* Room for len more bytes of the body: the buffer grows by doubling, so that
+ * a large upload is not copied once a piece, but never past the route's
+ * bound (and the piece at hand). The large bodies together are held to
+ * SERVE_UPLOADS_AT_ONCE of them. 0, -ENOMEM, or -ENOBUFS past that. */
+static int body_keep(struct http_req *req, size_t len)
+{
+    size_t need = req->body_len + len + 1;
+    if (need <= req->body_cap)
+        return 0;
+    size_t cap = req->body_cap ? req->body_cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    size_t most = req->body_bound + 1 > need ? req->body_bound + 1 : need;
+    if (cap > most)
+        cap = most;
+    size_t *held = &req->srv->uploads_held;
+    if (req->upload &&
+        *held - req->body_cap + cap > SERVE_UPLOADS_AT_ONCE * (req->body_bound + 1))
+        return -ENOBUFS;
+    char *b = realloc(req->body, cap);
+    if (!b)
+        return -ENOMEM;
+    if (req->upload)
+        *held += cap - req->body_cap;
+    req->body = b;
+    req->body_cap = cap;
+    return 0;
+}
+
+/* The answer when body_keep refuses. */
+static int body_refused(struct lws *wsi, struct serve_pss *pss, int rc)
+{
+    pss->req->awaiting_body = false;
+    if (rc != -ENOBUFS)
+        return -1;
+    return answer_error(wsi, pss, 503,
+                        "the server holds as many uploads as it may at once: try again "
+                        "once one has ended");
+}
+
+/* A piece of a chunked body: its data kept, the body handled at its end. */
+static int body_chunk(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
+{
+    struct http_req *req = pss->req;
+    size_t room = req->body_bound - req->body_len, got = 0, used;
+    int kept = body_keep(req, len); /* the data is never longer than its framing */
+    if (kept)
+        return body_refused(wsi, pss, kept);
+    int rc =
+        chunked_decode(&req->dechunk, in, len, req->body + req->body_len, &got, &used);
+    if (!rc && got > room) {
+        req->awaiting_body = false;
+        return answer_error(wsi, pss, 413, "the body is too large");
+    }
+    req->body_len += got;
+    req->body[req->body_len] = 0;
+    if (rc || chunked_done(&req->dechunk)) {
+        req->awaiting_body = false;
+        return rc ? answer_error(wsi, pss, 400, req->dechunk.error) : handle(wsi, pss);
+    }
+    return 0;
+}
+
+static int body_part(struct lws *wsi, struct serve_pss *pss, const void *in, size_t len)
 {
     struct http_req *req = pss->req;
     if (!req || !req->awaiting_body)
         return req ? 0 : -1;
+    if (req->chunked)
+        return body_chunk(wsi, pss, in, len);
     if (len > req->body_bound || req->body_len + len > req->body_bound)
         return -1;
-    if (req->body_len + len + 1 > req->body_cap) {
-        size_t cap = req->body_cap ? req->body_cap : 4096;
-        while (cap < req->body_len + len + 1)
-            cap *= 2;
-        char *b = realloc(req->body, cap);
-        if (!b)
-            return -1;
-        req->body = b;
-        req->body_cap = cap;
-    }
+    int kept = body_keep(req, len);
+    if (kept)
+        return body_refused(wsi, pss, kept);
     memcpy(req->body + req->body_len, in, len);
     req->body_len += len;
     req->body[req->body_len] = 0;
     return 0;
+}
+
+/* A piece of the answer's body, on a writable turn: a large one (a file)
+ * goes a piece at a time, so that lws never holds a copy of it all. The
+ * LWS_PRE bytes before a later piece are bytes already sent, which lws may
+ * use. */
+static int write_piece(struct lws *wsi, struct serve_pss *pss)
+{
+    struct http_req *req = pss->req;
+    size_t n = req->out_len - req->out_off;
+    if (n > HTTP_WRITE_PIECE)
+        n = HTTP_WRITE_PIECE;
+    bool last = req->out_off + n == req->out_len;
+    if (lws_write(wsi, req->out + LWS_PRE + req->out_off, n,
+                  last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < 0) {
+        req_free(pss);
+        return -1;
+    }
+    req->out_off += n;
+    if (!last) {
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    return completed(wsi, pss);
 }
 
 int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -353,11 +484,13 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     case LWS_CALLBACK_HTTP:
         return begin(wsi, pss, in ? (const char *)in : "/");
     case LWS_CALLBACK_HTTP_BODY:
-        return body_part(pss, in, len);
+        return body_part(wsi, pss, in, len);
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         if (!pss->req || !pss->req->awaiting_body)
             return 0; /* answered already */
         pss->req->awaiting_body = false;
+        if (pss->req->chunked) /* lws's own bound on a body of no length */
+            return answer_error(wsi, pss, 413, "a chunked body may be at most 100 MiB");
         return handle(wsi, pss);
     case LWS_CALLBACK_HTTP_WRITEABLE: {
         struct http_req *req = pss ? pss->req : NULL;
@@ -373,16 +506,11 @@ int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                 return -1;
             if (!finished)
                 return 0;
-            req_free(pss);
-            return lws_http_transaction_completed(wsi) ? -1 : 0;
+            return completed(wsi, pss);
         }
         if (!req || !req->out)
             return 0;
-        int n = lws_write(wsi, req->out + LWS_PRE, req->out_len, LWS_WRITE_HTTP_FINAL);
-        req_free(pss);
-        if (n < 0)
-            return -1;
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
+        return write_piece(wsi, pss);
     }
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kernel/client/lifecycle.h"
+#include "kernel/serve/e2b_files.h"
 #include "kernel/util/flags.h"
 #include "protocol/errbuf.h"
 #include "sandbox/tfile.h"
@@ -35,7 +36,7 @@ void serve_usage(FILE *f)
         "DIR]\n"
         "                     [--max-kernels N] [--cull-idle-timeout S] [--cull-busy]\n"
         "                     [--cull-connected] [--log-format text|json]\n"
-        "                     [--e2b-secret-file F]\n"
+        "                     [--e2b-secret-file F] [--max-upload N]\n"
         "                     [--profile default|agent] [kernel options]\n\n"
         "A kernel gateway: Jupyter's kernel API (REST and WebSocket, as Jupyter Kernel\n"
         "Gateway serves it) on one port, each kernel a sandboxed sandpit kernel. Point\n"
@@ -65,7 +66,10 @@ void serve_usage(FILE *f)
         "  --log-format F         text (default) or json, a JSON object a line\n"
         "  --e2b-secret-file F    the secret of the E2B SDK's URL, /e2b/<secret>/ (16\n"
         "                         to 256 letters, digits, '-', '.', '_', '~'); without\n"
-        "                         it, one is made; the URL is in the log\n\n"
+        "                         it, one is made; the URL is in the log\n"
+        "  --max-upload N         the largest file, in bytes, that E2B's POST /files\n"
+        "                         takes and GET /files gives (default 100 MiB); it is\n"
+        "                         held in memory while it passes\n\n"
         "kernel options (given to every kernel):\n",
         SERVE_MAX_PER_ADDRESS, SERVE_WS_PING_S);
     options_usage(f);
@@ -127,7 +131,7 @@ static int number(const char *opt, const char *v, double lo, double hi, double *
 struct serve_args {
     const char *ip, *port, *token, *token_file, *certfile, *keyfile, *allow_origin,
         *workspaces, *max_kernels, *cull_idle, *log_format, *max_per_address, *ws_ping,
-        *e2b_secret_file;
+        *e2b_secret_file, *max_upload;
     bool allow_insecure, cull_busy, cull_connected;
 };
 
@@ -158,6 +162,7 @@ static const struct flag serve_flags[] = {
     TEXT("max-connections-per-address", "a number", max_per_address),
     TEXT("ws-ping-interval", "a number of seconds", ws_ping),
     TEXT("e2b-secret-file", "a file", e2b_secret_file),
+    TEXT("max-upload", "a number of bytes", max_upload),
     SWITCH("allow-insecure", allow_insecure),
     SWITCH("cull-busy", cull_busy),
     SWITCH("cull-connected", cull_connected),
@@ -179,6 +184,15 @@ static int apply_numbers(struct serve *s, const struct serve_args *a, char *err,
         !(rc = number("--max-connections-per-address", a->max_per_address, 1, 1000000, &d,
                       err, errlen)))
         c->max_per_address = (int)d;
+    if (!rc && a->max_upload) {
+        rc = number("--max-upload", a->max_upload, 1, 17179869184.0, &d, err, errlen);
+        if (rc)
+            errbuf_set(rc, err, errlen,
+                       "--max-upload needs a number of bytes from 1 to "
+                       "17179869184 (16 GiB)");
+        else
+            c->max_upload = (size_t)d;
+    }
     if (!rc && a->ws_ping &&
         !(rc = number("--ws-ping-interval", a->ws_ping, 1, 3600, &d, err, errlen)))
         c->ws_ping_s = (int)d;
@@ -282,6 +296,7 @@ int serve_options_parse(struct serve *s, struct options *kopts, int argc, char *
     c->ip = "127.0.0.1";
     c->port = 8888;
     c->max_body = SERVE_MAX_BODY;
+    c->max_upload = E2B_FILES_MAX_UPLOAD;
     c->max_ws_message = SERVE_MAX_WS_MESSAGE;
     c->max_per_address = SERVE_MAX_PER_ADDRESS;
     c->ws_ping_s = SERVE_WS_PING_S;

@@ -23,7 +23,9 @@ struct resp_header {
 struct routes_resp {
     int status;
     json_t *json;             /* the body, or NULL */
-    const unsigned char *raw; /* or raw bytes (borrowed, static) */
+    const unsigned char *raw; /* or raw bytes (borrowed, static, or in owned) */
+    void *owned;              /* what raw points into, if anything (new) */
+    bool owned_pre;           /* raw is owned + LWS_PRE: http.c writes it in place */
     char *text;               /* or a text body (new) */
     size_t raw_len;
     const char *content_type;

@@ -14,6 +14,7 @@
 #include "kernel/embedded.h"
 #include "kernel/serve/e2b.h"
 #include "kernel/serve/e2b_exec.h"
+#include "kernel/serve/e2b_files.h"
 #include "kernel/serve/mcp_http.h"
 #include "kernel/serve/metrics.h"
 #include "kernel/serve/request.h"
@@ -223,9 +224,8 @@ static void kernels(struct serve *s, const char *method, const char *body, size_
 
 size_t routes_body_bound(const struct serve *s, const char *method, const char *path)
 {
-    (void)method;
-    (void)path;
-    return s->cfg.max_body;
+    size_t upload = e2b_files_body_bound(method, path, s->cfg.max_upload);
+    return upload ? upload : s->cfg.max_body;
 }
 
 void routes_handle(struct serve *s, const struct serve_request *rq,

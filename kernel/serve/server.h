@@ -21,6 +21,7 @@
 #define SERVE_MAX_PER_ADDRESS 256         /* connections from one address */
 #define SERVE_LATENCY_BUCKETS 12
 #define SERVE_WS_PING_S       30 /* a quiet WebSocket is pinged after this */
+#define SERVE_UPLOADS_AT_ONCE 4  /* bodies past max_body held at once, at most */
 
 struct serve_config {
     const char *ip;
@@ -32,6 +33,7 @@ struct serve_config {
     bool allow_insecure;
     bool log_json;
     size_t max_body, max_ws_message;
+    size_t max_upload; /* bytes of a file through E2B's POST and GET /files */
     int max_per_address;
     int ws_ping_s; /* a quiet WebSocket is pinged after this long */
 };
@@ -52,6 +54,7 @@ struct serve {
     struct serve_session *sessions; /* sessions.c's */
     struct mcp_sessions mcp;        /* MCP over HTTP's (mcp_session.h) */
     struct e2b *e2b;                /* e2b_exec.c's */
+    size_t uploads_held;            /* bytes of the large bodies held at once (http.c) */
 };
 
 struct http_req;

@@ -136,3 +136,26 @@ for name, markup in (("table", b'<table border="1" class="dataframe"><tr><th>a</
                      ("quotes", b'<b title="a &quot; b">"&amp;"</b><script>x</script>')):
     write("active", name, b"\x00" + markup)
     write("active", name + "-remote", b"\x01" + markup)
+
+
+# upload: the first byte picks the part of POST /files (tests/fuzz/fuzz_upload.c):
+# 0 mod 3 the chunked decoder (its value / 3 + 1 the piece size), 1 mod 3 the
+# multipart walker (a Content-Type line, then the body), 2 mod 3 the path mapping.
+for name, framed in (("chunked", b"5\r\nhello\r\n1;ext=1\r\n \r\n0\r\nX-T: y\r\n\r\n"),
+                     ("chunked-bytes", b"100\r\n" + bytes(range(256)) + b"\r\n0\r\n\r\n"),
+                     ("chunked-bare-lf", b"5\nhello\r\n0\r\n\r\n")):
+    write("upload", name, b"\x00" + framed)
+    write("upload", name + "-pieces", b"\x0c" + framed)
+form = (b"multipart/form-data; boundary=----formdata-undici-0\n"
+        b"------formdata-undici-0\r\n"
+        b"Content-Disposition: form-data; name=\"file\"; filename=\"/home/user/a \\\"b\\\".txt\"\r\n"
+        b"Content-Type: application/octet-stream\r\n\r\n"
+        b"line\r\n--not it\r\n\r\n------formdata-undici-0\r\n"
+        b"Content-Disposition: form-data; name=field\r\n\r\nx\r\n------formdata-undici-0--\r\n")
+write("upload", "multipart", b"\x01" + form)
+write("upload", "multipart-preamble", b"\x01" + b"multipart/form-data; boundary=b\n"
+      b"preamble\r\n--b\r\nContent-Disposition: form-data; name=f\r\n\r\n\r\n--b--")
+for name, path in (("home", b"/home/user/a/./b//c.txt"), ("relative", b"a/b"),
+                   ("dotdot", b"a/../../etc"), ("tilde", b"~/x"), ("nul", b"a\x00b"),
+                   ("outside", b"/etc/passwd")):
+    write("upload", "path-" + name, b"\x02" + path)

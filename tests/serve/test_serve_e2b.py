@@ -173,6 +173,31 @@ def test_the_sdk_kills_its_sandbox(sdk):
     assert sdk["kill"] is True
 
 
+def test_the_sdk_streams_stdout_while_the_cell_runs(sdk):
+    # The cell waits for a file that the client writes (files.write) only once
+    # onStdout has seen "ready": "go" proves both the streaming and the write.
+    s = sdk["streaming"]
+    assert s["wrote"] == "written", s
+    assert s["stdout"] == ["ready\n", "go\n"], s
+    assert s["on_stdout"][0] == {"line": "ready\n", "error": False}, s
+    assert s["on_stderr"] == [{"line": "to stderr\n", "error": True}], s
+
+
+def test_the_sdk_writes_and_reads_the_same_bytes(sdk):
+    f = sdk["files"]
+    assert f["write_info"] == {"path": "/home/user/e2b_bytes.bin", "name": "e2b_bytes.bin",
+                               "type": "file"}, f
+    assert f["read_type"] == "Uint8Array" and f["read_length"] == 1024, f
+    assert f["same_bytes"] is True and f["same_text"] is True, f
+    assert f["text_info"]["path"] == "/home/user/e2b_text.txt", f
+    assert f["kernel_sees"] == "True", f  # the kernel's workspace is the files'
+
+
+def test_the_sdk_reads_a_missing_file_as_file_not_found(sdk):
+    assert sdk["missing"]["name"] == "FileNotFoundError", sdk["missing"]
+    assert "e2b_no_such_file.txt" in sdk["missing"]["threw"], sdk["missing"]
+
+
 # --- the URL, the prefix, the token ----------------------------------------------
 
 
