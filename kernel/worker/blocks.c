@@ -31,12 +31,15 @@ static void unlock_kept(void)
     pthread_mutex_unlock(&kept_mu);
 }
 
-static void register_fork_handlers(void)
+/* Registered when the library is loaded, before any thread can use a block:
+ * registered on first use, under pthread_once, a fork while another thread
+ * was inside the once left the child waiting on it for ever where
+ * pthread_once does not know fork (ThreadSanitizer's own, which the threaded
+ * tests run). */
+__attribute__((constructor)) static void register_fork_handlers(void)
 {
     pthread_atfork(lock_kept, unlock_kept, unlock_kept);
 }
-
-static pthread_once_t fork_handlers = PTHREAD_ONCE_INIT;
 
 static size_t page_size(void)
 {
@@ -106,7 +109,6 @@ static void *map_new(size_t len)
 
 void *blocks_alloc(size_t size)
 {
-    pthread_once(&fork_handlers, register_fork_handlers);
     size_t len = length_for(size < BLOCKS_FROM ? BLOCKS_FROM : size);
     if (!len)
         return NULL;
