@@ -72,26 +72,24 @@ int lifecycle_parse_kernel_options(struct options *o, const char *cmd, int argc,
     return rc;
 }
 
-char **lifecycle_kernel_argv(const struct options *o, const char *connection_file,
-                             const char *workspace)
+char **lifecycle_command_argv(const struct options *o, const char *const *words,
+                              size_t nwords)
 {
     char self[PATH_MAX];
     if (launch_self(self, sizeof self))
         return NULL;
     struct options copy = *o;
-    copy.workspace = NULL; /* given below, as a real path */
+    copy.workspace = NULL; /* the caller gives it, as a real path */
     copy.connection_file = NULL;
     char **opts = NULL;
     int nopts = options_to_argv(&copy, &opts, 0);
     if (nopts < 0)
         return NULL;
-    const char *head[] = {self,          "kernel", "-f", connection_file,
-                          "--workspace", workspace};
-    size_t nhead = sizeof head / sizeof head[0];
+    size_t nhead = nwords + 1;
     char **argv = calloc(nhead + (size_t)nopts + 1, sizeof *argv);
-    bool ok = argv != NULL;
-    for (size_t i = 0; ok && i < nhead; i++)
-        ok = (argv[i] = strdup(head[i])) != NULL;
+    bool ok = argv != NULL && (argv[0] = strdup(self)) != NULL;
+    for (size_t i = 1; ok && i < nhead; i++)
+        ok = (argv[i] = strdup(words[i - 1])) != NULL;
     for (int i = 0; i < nopts; i++) {
         if (ok)
             argv[nhead + (size_t)i] = opts[i];
@@ -106,6 +104,13 @@ char **lifecycle_kernel_argv(const struct options *o, const char *connection_fil
         argv = NULL;
     }
     return argv;
+}
+
+char **lifecycle_kernel_argv(const struct options *o, const char *connection_file,
+                             const char *workspace)
+{
+    const char *words[] = {"kernel", "-f", connection_file, "--workspace", workspace};
+    return lifecycle_command_argv(o, words, sizeof words / sizeof words[0]);
 }
 
 static void print_log_tail(const char *cmd, const char *log)

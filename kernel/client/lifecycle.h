@@ -25,6 +25,13 @@ int lifecycle_status_main(int argc, char **argv);
 int lifecycle_parse_kernel_options(struct options *o, const char *cmd, int argc,
                                    char **argv, char *err, size_t errlen);
 
+/* This program's path, then words, then the kernel options o (without their
+ * workspace and connection file, which words give). New NULL-terminated array
+ * of new strings, or NULL when out of memory or the program's path is not
+ * known. */
+char **lifecycle_command_argv(const struct options *o, const char *const *words,
+                              size_t nwords);
+
 /* The command line that starts `sandpit kernel` for a connection file and a
  * workspace (absolute) with the options o. New NULL-terminated array of new
  * strings, or NULL when out of memory. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "kernel/client/launch.h"
+#include "kernel/client/lifecycle.h"
 #include "kernel/serve/loop.h"
 #include "kernel/serve/relay.h"
 #include "kernel/util/log.h"
@@ -260,36 +261,8 @@ int mcp_child_pid(const struct mcp_child *c)
  * NULL-terminated array of new strings, or NULL. */
 static char **child_argv(const struct options *o, const char *workspace)
 {
-    char self[PATH_MAX];
-    if (launch_self(self, sizeof self))
-        return NULL;
-    struct options copy = *o;
-    copy.workspace = NULL;
-    copy.connection_file = NULL;
-    char **opts = NULL;
-    int nopts = options_to_argv(&copy, &opts, 0);
-    if (nopts < 0)
-        return NULL;
-    const char *head[] = {self, "mcp", "--workspace", workspace};
-    size_t nhead = sizeof head / sizeof head[0];
-    char **argv = calloc(nhead + (size_t)nopts + 1, sizeof *argv);
-    bool ok = argv != NULL;
-    for (size_t i = 0; ok && i < nhead; i++)
-        ok = (argv[i] = strdup(head[i])) != NULL;
-    for (int i = 0; i < nopts; i++) {
-        if (ok)
-            argv[nhead + (size_t)i] = opts[i];
-        else
-            free(opts[i]);
-    }
-    free(opts);
-    if (!ok && argv) {
-        for (size_t i = 0; i < nhead + (size_t)nopts; i++)
-            free(argv[i]);
-        free(argv);
-        argv = NULL;
-    }
-    return argv;
+    const char *words[] = {"mcp", "--workspace", workspace};
+    return lifecycle_command_argv(o, words, sizeof words / sizeof words[0]);
 }
 
 /* The pipes, the process and the watches of c. 0 or -errno with err. */
