@@ -20,38 +20,6 @@
 
 #define E2B_SEGMENTS 4
 
-static void reply(struct routes_resp *out, int status, json_t *json)
-{
-    json_decref(out->json);
-    out->status = json ? status : 500;
-    out->json = json ? json : model_error(500, "out of memory");
-}
-
-/* The path's segments (into buf): their count, or -1 for more than
- * E2B_SEGMENTS, an empty one (but a trailing slash), "." or "..". */
-static int split(const char *path, char *buf, size_t len, char **seg)
-{
-    size_t plen = strlen(path);
-    if (plen >= len || path[0] != '/')
-        return -1;
-    memcpy(buf, path, plen + 1);
-    if (plen > 1 && buf[plen - 1] == '/')
-        buf[--plen] = 0;
-    int n = 0;
-    for (char *p = buf + 1; *p;) {
-        char *slash = strchr(p, '/');
-        if (slash)
-            *slash = 0;
-        if (!*p || strcmp(p, ".") == 0 || strcmp(p, "..") == 0 || n == E2B_SEGMENTS)
-            return -1;
-        seg[n++] = p;
-        if (!slash)
-            break;
-        p = slash + 1;
-    }
-    return n;
-}
-
 /* The body as a JSON object (an empty body is {}); NULL with a 400 in out. */
 static json_t *body_object(const struct serve_request *rq, struct routes_resp *out)
 {
@@ -160,7 +128,7 @@ static void context_started(struct serve *s, struct routes_resp *out,
     if (!k)
         routes_error(out, status ? status : 500, err);
     else
-        reply(out, 200, e2b_context_json(k));
+        resp_json(out, 200, e2b_context_json(k));
 }
 
 /* The body of POST /contexts checked: 0 with *cwd (borrowed from req, NULL
@@ -216,7 +184,7 @@ static void list_contexts(struct serve *s, struct routes_resp *out)
     for (struct serve_kernel *k = s->reg.head; k && a; k = k->next)
         if (e2b_is_context(k) && !k->dead_at)
             json_array_append_new(a, e2b_context_json(k));
-    reply(out, 200, a);
+    resp_json(out, 200, a);
 }
 
 static void one_context(struct serve *s, const char *method, char **seg, int n,
@@ -235,9 +203,9 @@ static void one_context(struct serve *s, const char *method, char **seg, int n,
         if (registry_restart(k, err, sizeof err))
             routes_error(out, k->dead_at || k->ready ? 409 : 500, err);
         else
-            reply(out, 200, e2b_context_json(k));
+            resp_json(out, 200, e2b_context_json(k));
     } else if (n == 2 && strcmp(method, "GET") == 0) {
-        reply(out, 200, e2b_context_json(k));
+        resp_json(out, 200, e2b_context_json(k));
     } else {
         routes_error(out, n <= 3 ? 405 : 404,
                      n <= 3 ? "method not allowed" : "not found");
@@ -260,7 +228,7 @@ static void contexts(struct serve *s, const struct serve_request *rq, char **seg
 bool e2b_handle(struct serve *s, const struct serve_request *rq, struct routes_resp *out)
 {
     char buf[512], *seg[E2B_SEGMENTS];
-    int n = split(rq->path, buf, sizeof buf, seg);
+    int n = resp_split_path(rq->path, buf, sizeof buf, seg, E2B_SEGMENTS);
     if (n < 1)
         return false;
     if (strcmp(seg[0], "health") == 0 && n == 1) {

@@ -5,6 +5,38 @@
 
 #include "kernel/serve/model.h"
 
+void resp_json(struct routes_resp *out, int status, json_t *json)
+{
+    json_decref(out->json);
+    out->status = json ? status : 500;
+    out->json = json ? json : model_error(500, "out of memory");
+}
+
+int resp_split_path(const char *path, char *buf, size_t len, char **seg, int max)
+{
+    size_t plen = strlen(path);
+    if (plen >= len || path[0] != '/')
+        return -1;
+    memcpy(buf, path, plen + 1);
+    if (plen > 1 && buf[plen - 1] == '/')
+        buf[--plen] = 0;
+    int n = 0;
+    for (char *p = buf + 1; *p;) {
+        char *slash = strchr(p, '/');
+        if (slash)
+            *slash = 0;
+        if (!*p || strcmp(p, ".") == 0 || strcmp(p, "..") == 0 || n == max)
+            return -1;
+        seg[n++] = p;
+        if (!slash)
+            break;
+        p = slash + 1;
+        if (!*p)
+            return -1;
+    }
+    return n;
+}
+
 void routes_error(struct routes_resp *out, int status, const char *message)
 {
     json_decref(out->json);

@@ -49,6 +49,14 @@ struct routes_resp {
     char context[40];
 };
 
+/* out answers status with json (new; NULL, out of memory: a 500). */
+void resp_json(struct routes_resp *out, int status, json_t *json);
+
+/* Splits path into at most max segments (in buf, len bytes); one trailing
+ * slash is allowed, as tornado's routes allow it. The count, or -1 for a
+ * path with more, an empty segment, "." or "..". */
+int resp_split_path(const char *path, char *buf, size_t len, char **seg, int max);
+
 /* out becomes the error status with message ({"reason", "message"}). */
 void routes_error(struct routes_resp *out, int status, const char *message);
 

@@ -23,41 +23,6 @@
 
 #define MAX_SEGMENTS 6
 
-static void reply(struct routes_resp *out, int status, json_t *json)
-{
-    json_decref(out->json);
-    out->status = json ? status : 500;
-    out->json = json ? json : model_error(500, "out of memory");
-}
-
-/* Splits path into at most MAX_SEGMENTS segments (in buf); one trailing
- * slash is allowed, as tornado's routes allow it. The count, or -1 for a
- * path with more, an empty segment, "." or "..". */
-static int split(const char *path, char *buf, size_t len, char **seg)
-{
-    size_t plen = strlen(path);
-    if (plen >= len || path[0] != '/')
-        return -1;
-    memcpy(buf, path, plen + 1);
-    if (plen > 1 && buf[plen - 1] == '/')
-        buf[--plen] = 0;
-    int n = 0;
-    for (char *p = buf + 1; *p;) {
-        char *slash = strchr(p, '/');
-        if (slash)
-            *slash = 0;
-        if (!*p || strcmp(p, ".") == 0 || strcmp(p, "..") == 0 || n == MAX_SEGMENTS)
-            return -1;
-        seg[n++] = p;
-        if (!slash)
-            break;
-        p = slash + 1;
-        if (!*p)
-            return -1;
-    }
-    return n;
-}
-
 static void logo(struct routes_resp *out, const char *name, const char *file)
 {
     static const char *const files[][3] = {
@@ -100,11 +65,11 @@ static void kernelspecs(char **seg, int n, struct routes_resp *out)
 {
     if (n == 2) {
         json_t *spec = kernelspec();
-        reply(out, 200,
-              json_pack("{s:s, s:{s:o}}", "default", REGISTRY_KERNEL_NAME, "kernelspecs",
-                        REGISTRY_KERNEL_NAME, spec));
+        resp_json(out, 200,
+                  json_pack("{s:s, s:{s:o}}", "default", REGISTRY_KERNEL_NAME,
+                            "kernelspecs", REGISTRY_KERNEL_NAME, spec));
     } else if (n == 3 && strcmp(seg[2], REGISTRY_KERNEL_NAME) == 0) {
-        reply(out, 200, kernelspec());
+        resp_json(out, 200, kernelspec());
     } else {
         routes_error(out, 404, "no such kernelspec");
     }
@@ -167,7 +132,7 @@ void routes_kernel_started(struct serve *s, struct routes_resp *out,
         return;
     }
     snprintf(out->location, sizeof out->location, "/api/kernels/%s", k->id);
-    reply(out, 201, registry_model(k));
+    resp_json(out, 201, registry_model(k));
 }
 
 static void one_kernel(struct serve *s, const char *method, char **seg, int n,
@@ -181,7 +146,7 @@ static void one_kernel(struct serve *s, const char *method, char **seg, int n,
     }
     char err[1024];
     if (n == 3 && strcmp(method, "GET") == 0) {
-        reply(out, 200, registry_model(k));
+        resp_json(out, 200, registry_model(k));
     } else if (n == 3 && strcmp(method, "DELETE") == 0) {
         sessions_forget_kernel(s, k);
         registry_remove(&s->reg, k);
@@ -200,7 +165,7 @@ static void one_kernel(struct serve *s, const char *method, char **seg, int n,
         if (registry_restart(k, err, sizeof err))
             routes_error(out, k->dead_at || k->ready ? 409 : 500, err);
         else
-            reply(out, 200, registry_model(k));
+            resp_json(out, 200, registry_model(k));
     } else if (n == 4 && strcmp(seg[3], "channels") == 0) {
         routes_error(out, 400, "this is a WebSocket: it needs an Upgrade");
     } else {
@@ -213,7 +178,7 @@ static void kernels(struct serve *s, const char *method, const char *body, size_
                     char **seg, int n, struct routes_resp *out)
 {
     if (n == 2 && strcmp(method, "GET") == 0)
-        reply(out, 200, registry_list(&s->reg));
+        resp_json(out, 200, registry_list(&s->reg));
     else if (n == 2 && strcmp(method, "POST") == 0)
         create_kernel(s, body, len, out);
     else if (n == 2)
@@ -234,7 +199,7 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
     const char *method = rq->method, *body = rq->body;
     size_t len = rq->len;
     char buf[512], *seg[MAX_SEGMENTS];
-    int n = split(rq->path, buf, sizeof buf, seg);
+    int n = resp_split_path(rq->path, buf, sizeof buf, seg, MAX_SEGMENTS);
     bool get = strcmp(method, "GET") == 0;
     out->status = 404;
     if (rq->e2b_prefix) {
@@ -242,7 +207,7 @@ void routes_handle(struct serve *s, const struct serve_request *rq,
             routes_error(out, 404, "not found");
     } else if (n >= 1 && strcmp(seg[0], "api") == 0) {
         if (n == 1 && get)
-            reply(out, 200, json_pack("{s:s}", "version", SANDPIT_VERSION));
+            resp_json(out, 200, json_pack("{s:s}", "version", SANDPIT_VERSION));
         else if (n >= 2 && strcmp(seg[1], "kernelspecs") == 0 && get)
             kernelspecs(seg, n, out);
         else if (n >= 2 && strcmp(seg[1], "kernels") == 0)
