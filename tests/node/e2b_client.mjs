@@ -16,23 +16,11 @@
 // files.read met is recorded as "refused".
 import { Sandbox } from "@e2b/code-interpreter";
 
-const out = { sandbox_url: process.env.E2B_SANDBOX_URL, debug: process.env.E2B_DEBUG };
-if (process.env.E2B_DEBUG !== "true" || !process.env.E2B_SANDBOX_URL) {
-  console.error("e2b_client: set E2B_DEBUG=true and E2B_SANDBOX_URL");
-  process.exit(2);
-}
+import { failure, requireLocalMode, stepper } from "./e2b_steps.mjs";
 
-const failure = (e) => ({
-  threw: String(e && e.message ? e.message : e),
-  name: e && e.name ? e.name : null,
-});
-async function step(name, fn) {
-  try {
-    out[name] = await fn();
-  } catch (e) {
-    out[name] = failure(e);
-  }
-}
+const out = { sandbox_url: process.env.E2B_SANDBOX_URL, debug: process.env.E2B_DEBUG };
+requireLocalMode("e2b_client");
+const step = stepper(out);
 const summary = (execution) => ({
   text: execution.text ?? null,
   stdout: execution.logs.stdout,

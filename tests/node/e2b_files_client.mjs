@@ -12,23 +12,11 @@
 //   E2B_DEBUG=true E2B_SANDBOX_URL=http://127.0.0.1:PORT/e2b/SECRET node e2b_files_client.mjs
 import { Sandbox } from "@e2b/code-interpreter";
 
-const out = {};
-if (process.env.E2B_DEBUG !== "true" || !process.env.E2B_SANDBOX_URL) {
-  console.error("e2b_files_client: set E2B_DEBUG=true and E2B_SANDBOX_URL");
-  process.exit(2);
-}
+import { requireLocalMode, stepper } from "./e2b_steps.mjs";
 
-const failure = (e) => ({
-  threw: String(e && e.message ? e.message : e),
-  name: e && e.name ? e.name : null,
-});
-async function step(name, fn) {
-  try {
-    out[name] = await fn();
-  } catch (e) {
-    out[name] = failure(e);
-  }
-}
+const out = {};
+requireLocalMode("e2b_files_client");
+const step = stepper(out);
 const entry = (e) => ({ name: e.name, type: e.type, path: e.path, size: e.size });
 
 const sbx = await Sandbox.create();

@@ -5,6 +5,7 @@ message made by hand. Every wait is bounded in time."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,6 +20,10 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from sandpit_testing import SANDPIT  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODE_DIR = os.path.join(ROOT, "tests", "node")
+NODE_MIN = (20, 18, 1)  # tests/node/package.json's engines
 
 TOKEN = "t0k3n-for-the-tests"
 START_S = 30
@@ -181,3 +186,28 @@ def collect(recv, parent_id, until="execute_reply", limit=200):
 def stdout_text(msgs):
     return "".join(m["content"]["text"] for m in msgs
                    if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+
+def node_skip_reason():
+    """Why E2B's SDK cannot run here (no node, or one older than it needs), or None."""
+    node = shutil.which("node")
+    if not node:
+        return "no node on PATH"
+    out = subprocess.run([node, "--version"], capture_output=True, text=True,
+                         timeout=30).stdout.strip()
+    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", out)
+    if not m or tuple(int(x) for x in m.groups()) < NODE_MIN:
+        return "node %s is older than %s, which E2B's SDK needs" % (
+            out, ".".join(map(str, NODE_MIN)))
+    return None
+
+
+def e2b_url(server):
+    """The URL the server logged for E2B's SDK."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        m = re.search(r"E2B_SANDBOX_URL=(https?://[^\s\"]+)", server.log())
+        if m:
+            return m.group(1).rstrip('"')
+        time.sleep(0.05)
+    raise AssertionError("no E2B URL in the log: %s" % server.log())

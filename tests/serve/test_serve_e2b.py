@@ -19,36 +19,7 @@ import uuid
 
 import pytest
 
-from serve_helpers import SANDPIT, Server
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NODE_DIR = os.path.join(ROOT, "tests", "node")
-NODE_MIN = (20, 18, 1)  # tests/node/package.json's engines
-
-
-def node_skip_reason():
-    node = shutil.which("node")
-    if not node:
-        return "no node on PATH"
-    out = subprocess.run([node, "--version"], capture_output=True, text=True,
-                         timeout=30).stdout.strip()
-    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", out)
-    if not m or tuple(int(x) for x in m.groups()) < NODE_MIN:
-        return "node %s is older than %s, which E2B's SDK needs" % (
-            out, ".".join(map(str, NODE_MIN)))
-    return None
-
-
-def e2b_url(server):
-    """The URL the server logged for E2B's SDK."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        m = re.search(r"E2B_SANDBOX_URL=(https?://[^\s\"]+)", server.log())
-        if m:
-            return m.group(1).rstrip('"')
-        time.sleep(0.05)
-    raise AssertionError("no E2B URL in the log: %s" % server.log())
-
+from serve_helpers import NODE_DIR, SANDPIT, Server, e2b_url, node_skip_reason
 
 @pytest.fixture(scope="module")
 def server():

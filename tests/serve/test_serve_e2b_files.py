@@ -11,7 +11,6 @@ import http.client
 import json
 import os
 import re
-import shutil
 import socket
 import stat
 import subprocess
@@ -20,11 +19,8 @@ import urllib.parse
 
 import pytest
 
-from serve_helpers import Server
+from serve_helpers import NODE_DIR, Server, e2b_url, node_skip_reason
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NODE_DIR = os.path.join(ROOT, "tests", "node")
-NODE_MIN = (20, 18, 1)  # tests/node/package.json's engines
 EVERY_BYTE = bytes(range(256)) * 4
 
 
@@ -41,13 +37,7 @@ def workspace(server):
 
 def e2b_prefix(server):
     """The /e2b/<secret> path of the URL the server logged for E2B's SDK."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        m = re.search(r"E2B_SANDBOX_URL=https?://[^/\s]+(/e2b/[^\s\"/]+)", server.log())
-        if m:
-            return m.group(1)
-        time.sleep(0.05)
-    raise AssertionError("no E2B URL in the log: %s" % server.log())
+    return urllib.parse.urlsplit(e2b_url(server)).path.rstrip("/")
 
 
 def request(server, method, target, body=None, headers=None, token=True, timeout=30):
@@ -516,19 +506,6 @@ def test_stat_gives_an_entry_or_not_found(server):
 
 
 # --- E2B's SDK -------------------------------------------------------------------------
-
-
-def node_skip_reason():
-    node = shutil.which("node")
-    if not node:
-        return "no node on PATH"
-    out = subprocess.run([node, "--version"], capture_output=True, text=True,
-                         timeout=30).stdout.strip()
-    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", out)
-    if not m or tuple(int(x) for x in m.groups()) < NODE_MIN:
-        return "node %s is older than %s, which E2B's SDK needs" % (
-            out, ".".join(map(str, NODE_MIN)))
-    return None
 
 
 @pytest.fixture(scope="module")
