@@ -1,11 +1,12 @@
 /* jsonrpc: line framing and the three kinds of message we send.
  *
  * The input is whatever the client writes: a line may arrive in pieces, two
- * lines in one read, or a line without end. Bytes are buffered up to
- * JSONRPC_MAX_LINE; a longer line is dropped to its newline and answered
- * with a parse error, so it can neither exhaust memory nor desynchronise the
- * lines that follow. Output is written whole with the blocking write loop,
- * which is right for a pipe whose reader is the client waiting for it. */
+ * lines in one read, or a line without end. Bytes are buffered up to the
+ * bound (JSONRPC_MAX_LINE unless the caller sets another); a longer line is
+ * dropped to its newline and answered with a parse error, so it can neither
+ * exhaust memory nor desynchronise the lines that follow. Output is written whole with
+ * the blocking write loop, which is right for a pipe whose reader is the client waiting
+ * for it. */
 #include "kernel/client/jsonrpc.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@ int jsonrpc_init(struct jsonrpc *j, int in_fd, int out_fd)
     j->in_fd = in_fd;
     j->out_fd = out_fd;
     j->cap = 65536;
+    j->max_line = JSONRPC_MAX_LINE;
     j->buf = malloc(j->cap);
     return j->buf ? 0 : -ENOMEM;
 }
@@ -32,8 +34,8 @@ void jsonrpc_release(struct jsonrpc *j)
 int jsonrpc_fill(struct jsonrpc *j)
 {
     if (j->cap - j->len < 65536) {
-        size_t ncap = j->cap * 2;
-        if (ncap > JSONRPC_MAX_LINE + 131072) {
+        size_t most = j->max_line + 131072, ncap = j->cap * 2 < most ? j->cap * 2 : most;
+        if (j->cap >= most) {
             /* Too long a line: keep nothing of it but the fact. */
             j->skipping = true;
             j->len = 0;
@@ -48,8 +50,9 @@ int jsonrpc_fill(struct jsonrpc *j)
     ssize_t n;
     while ((n = read(j->in_fd, j->buf + j->len, j->cap - j->len)) < 0 && errno == EINTR)
         ;
+    j->empty = n < 0 && errno == EAGAIN;
     if (n < 0)
-        return errno == EAGAIN ? 0 : -errno;
+        return j->empty ? 0 : -errno;
     if (n == 0)
         j->eof = true;
     j->len += (size_t)n;

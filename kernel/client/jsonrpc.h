@@ -20,7 +20,9 @@ struct jsonrpc {
     int in_fd, out_fd;
     char *buf; /* bytes read and not yet taken as lines */
     size_t len, cap;
+    size_t max_line; /* bytes of one message: JSONRPC_MAX_LINE unless set after init */
     bool eof;
+    bool empty;    /* the last fill found nothing to read (EAGAIN) */
     bool skipping; /* inside a line that was too long: dropped up to its end */
 };
 
@@ -29,7 +31,7 @@ int jsonrpc_init(struct jsonrpc *j, int in_fd, int out_fd);
 void jsonrpc_release(struct jsonrpc *j);
 
 /* Reads what is available on in_fd (one read). 0, or -errno; sets j->eof at
- * the end of input. */
+ * the end of input, and j->empty when there was nothing to read. */
 int jsonrpc_fill(struct jsonrpc *j);
 
 /* Takes the next complete line from the buffer. Returns 1 with *out a new

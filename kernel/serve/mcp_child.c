@@ -1,14 +1,14 @@
 /* mcp_child: a `sandpit mcp` on pipes (mcp_child.h).
  *
  * The hard part is that nothing here may block the server's loop, whatever
- * the child does. Its stdout is read without blocking into a line buffer of
- * a bounded size (a longer line is dropped up to its end, and said in the
- * log); its stdin is written without blocking, and what the pipe does not
- * take waits in a bounded queue that a timer offers again (the loop watches
- * readability only). A child that stops reading, or that does not exit once
- * its input has closed, is signalled from a timer, never waited for; only
- * the server's own stop waits, within a bound. Its end is seen on its pidfd,
- * after which what it wrote last is read before its session hears of it. */
+ * the child does. Its stdout is read without blocking by jsonrpc.c, as
+ * `sandpit mcp` reads its own input, within MCP_CHILD_LINE_MAX (a longer
+ * line is dropped up to its end, and said in the log); its stdin is written without
+ * blocking, and what the pipe does not take waits in a bounded queue that a timer offers
+ * again (the loop watches readability only). A child that stops reading, or that does not
+ * exit once its input has closed, is signalled from a timer, never waited for; only the
+ * server's own stop waits, within a bound. Its end is seen on its pidfd, after which what
+ * it wrote last is read before its session hears of it. */
 #include "kernel/serve/mcp_child.h"
 
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernel/client/jsonrpc.h"
 #include "kernel/client/launch.h"
 #include "kernel/client/lifecycle.h"
 #include "kernel/serve/loop.h"
@@ -33,7 +34,7 @@
 #define RETRY_US     (20 * LWS_US_PER_MS) /* a queue the pipe did not take */
 #define KILL_AFTER_S 3.0                  /* after SIGTERM, before SIGKILL */
 #define PIPE_BYTES   (1 << 20)            /* the stdin pipe's size, if allowed */
-#define READ_CHUNK   65536
+#define READ_CHUNK   65536                /* what the server's stop reads at a time */
 
 struct mcp_child {
     struct mcp_child_set *set;
@@ -44,10 +45,8 @@ struct mcp_child {
     struct relay *relay;
     struct mcp_child_hooks hooks;
     char name[64];
-    char *line; /* what was read of the current line */
-    size_t len, cap;
-    bool skipping; /* inside a line that was too long */
-    char *queue;   /* bytes for its stdin not yet written */
+    struct jsonrpc rpc; /* its stdout, a message a line (only the reading half) */
+    char *queue;        /* bytes for its stdin not yet written */
     size_t qlen, qoff;
     lws_sorted_usec_list_t retry, stop_timer;
     bool stopping, termed, exited;
@@ -90,86 +89,30 @@ static void child_free(struct mcp_child *c)
         close(c->out_fd);
     relay_free(c->relay);
     launch_release(&c->proc);
-    free(c->line);
+    jsonrpc_release(&c->rpc);
     free(c);
-}
-
-/* One whole line from the child. */
-static void take_line(struct mcp_child *c)
-{
-    json_error_t e;
-    json_t *msg = c->len ? json_loadb(c->line, c->len, 0, &e) : NULL;
-    if (c->len && !msg)
-        log_warn("mcp session %s: a line of its process is not JSON (%s)", c->name,
-                 e.text);
-    if (msg && c->hooks.on_message)
-        c->hooks.on_message(c->hooks.arg, msg);
-    json_decref(msg);
-    c->len = 0;
-}
-
-/* Appends n bytes of a line; 0 or -ENOMEM. */
-static int add_bytes(struct mcp_child *c, const char *p, size_t n)
-{
-    if (c->len + n > MCP_CHILD_LINE_MAX) {
-        log_warn("mcp session %s: a line of its process is over %u bytes: dropped",
-                 c->name, MCP_CHILD_LINE_MAX);
-        c->skipping = true;
-        c->len = 0;
-        return 0;
-    }
-    if (c->len + n > c->cap) {
-        size_t cap = c->cap ? c->cap : 65536;
-        while (cap < c->len + n)
-            cap *= 2;
-        char *b = realloc(c->line, cap);
-        if (!b)
-            return -ENOMEM;
-        c->line = b;
-        c->cap = cap;
-    }
-    memcpy(c->line + c->len, p, n);
-    c->len += n;
-    return 0;
-}
-
-static void take_bytes(struct mcp_child *c, const char *buf, size_t n)
-{
-    while (n) {
-        const char *nl = memchr(buf, '\n', n);
-        size_t part = nl ? (size_t)(nl - buf) : n;
-        if (!c->skipping && add_bytes(c, buf, part)) {
-            c->skipping = true; /* out of memory: this line is lost */
-            c->len = 0;
-        }
-        if (nl) {
-            if (!c->skipping)
-                take_line(c);
-            c->skipping = false;
-            c->len = 0;
-            part++;
-        }
-        buf += part;
-        n -= part;
-    }
 }
 
 /* Its stdout is readable: every whole line, until the pipe is empty. */
 static void on_output(void *arg)
 {
     struct mcp_child *c = arg;
-    char buf[READ_CHUNK];
-    for (;;) {
-        ssize_t n = c->out_fd >= 0 ? read(c->out_fd, buf, sizeof buf) : 0;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n > 0) {
-            take_bytes(c, buf, (size_t)n);
-            continue;
+    while (c->out_fd >= 0) {
+        int rc = jsonrpc_fill(&c->rpc), r;
+        json_t *msg;
+        while ((r = jsonrpc_next(&c->rpc, &msg)) != 0) {
+            if (r == 1 && c->hooks.on_message)
+                c->hooks.on_message(c->hooks.arg, msg);
+            else if (r != 1)
+                log_warn("mcp session %s: a line of its process is not JSON, or is over "
+                         "%u bytes: dropped",
+                         c->name, MCP_CHILD_LINE_MAX);
+            json_decref(msg);
         }
-        if (n == 0 || errno != EAGAIN) /* its end: nothing more will come */
+        if (rc || c->rpc.eof) /* its end: nothing more will come */
             loop_unwatch(&c->out_watch);
-        return;
+        if (rc || c->rpc.eof || c->rpc.empty)
+            return;
     }
 }
 
@@ -295,6 +238,11 @@ static int spawn(struct mcp_child *c, const struct options *o, const char *works
     c->in_fd = in[1];
     c->out_fd = out[0];
     in[1] = out[0] = -1;
+    if (jsonrpc_init(&c->rpc, c->out_fd, -1)) {
+        rc = errbuf_set(-ENOMEM, err, errlen, "out of memory");
+        goto out;
+    }
+    c->rpc.max_line = MCP_CHILD_LINE_MAX;
     c->out_watch = loop_watch(c->set->vh, c->out_fd, on_output, c);
     if (c->proc.pidfd >= 0)
         c->exit_watch = loop_watch(c->set->vh, c->proc.pidfd, on_exit_fd, c);
