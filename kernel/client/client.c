@@ -169,12 +169,27 @@ int client_send(struct client *c, enum connection_channel ch, const char *type,
     return rc;
 }
 
+static json_t *execute_content(const char *code, bool silent, bool allow_stdin,
+                               bool stop_on_error)
+{
+    return json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", silent,
+                     "store_history", !silent, "user_expressions", "allow_stdin",
+                     allow_stdin, "stop_on_error", stop_on_error);
+}
+
+int client_execute_quiet(struct client *c, const char *code, unsigned flags, char *id)
+{
+    json_t *content = execute_content(code, flags & CLIENT_EXEC_SILENT, false,
+                                      !(flags & CLIENT_EXEC_KEEP_GOING));
+    if (!content)
+        return -ENOMEM;
+    return client_send(c, CONNECTION_SHELL, "execute_request", &content, NULL, id);
+}
+
 int client_execute(struct client *c, const char *code, bool allow_stdin,
                    json_t **metadata, char *id)
 {
-    json_t *content = json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent",
-                                0, "store_history", 1, "user_expressions", "allow_stdin",
-                                allow_stdin, "stop_on_error", 1);
+    json_t *content = execute_content(code, false, allow_stdin, true);
     if (!content) {
         if (metadata) {
             json_decref(*metadata);

@@ -57,6 +57,14 @@ int client_send(struct client *c, enum connection_channel ch, const char *type,
 int client_execute(struct client *c, const char *code, bool allow_stdin,
                    json_t **metadata, char *id);
 
+/* client_execute_quiet's flags. */
+#define CLIENT_EXEC_SILENT     1u /* silent, and not kept in the history */
+#define CLIENT_EXEC_KEEP_GOING 2u /* stop_on_error false: the cells after run */
+
+/* An execute_request for code without stdin, with flags; no metadata. As
+ * client_send otherwise. */
+int client_execute_quiet(struct client *c, const char *code, unsigned flags, char *id);
+
 /* Receives the next message on ch, waiting up to timeout_ms (-1: no limit).
  * Messages that do not parse or verify are counted in c->dropped and skipped.
  * Returns 0 with *out new, -ETIMEDOUT, or -errno. */

@@ -384,15 +384,12 @@ int launch_wait_ready(struct launched *k, struct client *c, double timeout_s,
     if (!rc) {
         /* kernel_info is answered by the supervisor alone: an empty silent
          * cell proves that a worker runs. */
-        json_t *content = json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", "",
-                                    "silent", 1, "store_history", 0, "user_expressions",
-                                    "allow_stdin", 0, "stop_on_error", 0);
         char id[CLIENT_ID_LEN];
         w.timeout_s = timeout_s - (monotime_now() - start);
         if (w.timeout_s <= 0)
             rc = -ETIMEDOUT;
-        else if (!(rc = client_send(c, CONNECTION_SHELL, "execute_request", &content,
-                                    NULL, id)))
+        else if (!(rc = client_execute_quiet(
+                       c, "", CLIENT_EXEC_SILENT | CLIENT_EXEC_KEEP_GOING, id)))
             rc = client_wait(c, CONNECTION_SHELL, id, &w, &reply);
         msg_free(reply);
     }

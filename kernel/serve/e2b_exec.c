@@ -19,7 +19,6 @@
 #include "kernel/serve/e2b_env.h"
 #include "kernel/serve/e2b_result.h"
 #include "kernel/serve/stream.h"
-#include "kernel/serve/zwire.h"
 #include "kernel/util/log.h"
 #include "protocol/errbuf.h"
 
@@ -192,12 +191,8 @@ static void on_stream_open(void *arg, struct http_stream *st)
 
 static int send_one(struct client *cl, const char *code, bool silent, char *id)
 {
-    json_t *content = json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent",
-                                silent, "store_history", !silent, "user_expressions",
-                                "allow_stdin", 0, "stop_on_error", 0);
-    if (!content)
-        return -ENOMEM;
-    return client_send(cl, CONNECTION_SHELL, "execute_request", &content, NULL, id);
+    return client_execute_quiet(
+        cl, code, CLIENT_EXEC_KEEP_GOING | (silent ? CLIENT_EXEC_SILENT : 0), id);
 }
 
 /* The cell (with its env_vars around it) to the kernel. */
@@ -219,22 +214,6 @@ static void send_cell(struct e2b_cell *c)
     }
     c->sent = true;
     registry_touch(c->k);
-}
-
-/* Replies on the shell are not read by anyone else once a kernel runs:
- * they are dropped here, so that they do not pile up. */
-static void drain_shell(struct serve_kernel *k)
-{
-    void *sock = k->client.sockets[CONNECTION_SHELL];
-    struct msg *m;
-    int rc;
-    for (int i = 0;
-         i < 1024 && (rc = zwire_recv(sock, &k->client.sign, &m, NULL)) != -EAGAIN; i++) {
-        if (rc == 0)
-            msg_free(m);
-        else if (rc != -EBADMSG)
-            break;
-    }
 }
 
 /* --- the registry's hooks ------------------------------------------------- */
@@ -264,7 +243,7 @@ static void cell_msg(struct e2b_cell *c, const struct msg *m)
         }
     }
     if (c->cell.ended) {
-        drain_shell(c->k);
+        registry_drain_shell(c->k);
         finish(c);
     }
 }

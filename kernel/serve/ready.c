@@ -45,12 +45,9 @@ int ready_on_msg(struct ready *r, struct client *c, enum connection_channel ch,
         strcmp(msg_type(m), "execute_reply") == 0)
         return 1;
     if (r->got_reply && r->got_iopub && !r->executing) {
-        json_t *content = json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", "",
-                                    "silent", 1, "store_history", 0, "user_expressions",
-                                    "allow_stdin", 0, "stop_on_error", 0);
         r->executing = true;
-        int rc = client_send(c, CONNECTION_SHELL, "execute_request", &content, NULL,
-                             r->exec_id);
+        int rc = client_execute_quiet(c, "", CLIENT_EXEC_SILENT | CLIENT_EXEC_KEEP_GOING,
+                                      r->exec_id);
         if (rc)
             return rc;
     }

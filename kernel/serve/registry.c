@@ -487,6 +487,11 @@ static void drain_socket(void *sock, struct sign *s)
     }
 }
 
+void registry_drain_shell(struct serve_kernel *k)
+{
+    drain_socket(k->client.sockets[CONNECTION_SHELL], &k->client.sign);
+}
+
 int registry_interrupt(struct serve_kernel *k)
 {
     if (k->dead_at)
@@ -506,7 +511,7 @@ int registry_restart(struct serve_kernel *k, char *err, size_t errlen)
     if (k->ready)
         return errbuf_set(-EBUSY, err, errlen, "the kernel is starting");
     snprintf(k->state, sizeof k->state, "restarting");
-    drain_socket(k->client.sockets[CONNECTION_SHELL], &k->client.sign);
+    registry_drain_shell(k);
     drain_socket(k->client.sockets[CONNECTION_CONTROL], &k->client.sign);
     pid_t before = k->proc.pid;
     int rc = launch_restart(&k->proc, &k->client, RESTART_TIMEOUT_S, err, errlen);

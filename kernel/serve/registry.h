@@ -163,6 +163,10 @@ void registry_touch(struct serve_kernel *k);
  * signal (a wait on its client). */
 void registry_drain_iopub(struct serve_kernel *k);
 
+/* Drops the replies waiting on the kernel's shell, which no one reads once
+ * it runs (its WebSocket clients have shell sockets of their own). */
+void registry_drain_shell(struct serve_kernel *k);
+
 /* The session session_id has left: remember the last message it had. */
 void registry_session_away(struct serve_kernel *k, const char *session_id,
                            unsigned long long last_seq);
