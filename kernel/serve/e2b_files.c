@@ -374,10 +374,11 @@ bool e2b_files_serve(struct serve *s, const struct serve_request *rq,
         .route = rq->path,
         .path = has_path ? path : NULL,
         .path_len = has_path ? strlen(path) : 0,
-        .content_type =
-            serve_request_header(rq, "content-type:", type, sizeof type) ? type : NULL,
+        .content_type = serve_request_header(rq, "content-type:", type, sizeof type) > 0
+                            ? type
+                            : NULL,
         .content_encoding =
-            serve_request_header(rq, "content-encoding:", encoding, sizeof encoding)
+            serve_request_header(rq, "content-encoding:", encoding, sizeof encoding) > 0
                 ? encoding
                 : NULL,
         .body = rq->body,

@@ -23,7 +23,6 @@
 #define MCP_BATCH_MAX    64
 #define MCP_SERVER_ERROR -32000
 #define HEADER_MAX       1024
-#define HEADER_ANY       65536
 
 static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
@@ -35,20 +34,6 @@ static void rpc_error(struct routes_resp *out, int status, int code, const char 
     out->json = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error",
                           "code", code, "message", text);
     out->status = out->json ? status : 500;
-}
-
-/* A header's value into buf: 1; 0 when absent (or empty); -1 when present
- * but longer than buf, which is never taken for absent: an Origin too long
- * to read is refused, not ignored. */
-static int header(const struct serve_request *rq, const char *name, char *buf, size_t len)
-{
-    if (serve_request_header(rq, name, buf, len))
-        return 1;
-    buf[0] = 0;
-    char *big = malloc(HEADER_ANY); /* more than lws keeps of all the headers */
-    bool present = !big || serve_request_header(rq, name, big, HEADER_ANY);
-    free(big);
-    return present ? -1 : 0;
 }
 
 static bool contains_word(const char *hay, const char *word)
@@ -65,14 +50,14 @@ static bool headers_ok(struct serve *s, const struct serve_request *rq,
                        struct routes_resp *out)
 {
     char origin[HEADER_MAX], host[HEADER_MAX], version[64];
-    int o = header(rq, "origin:", origin, sizeof origin);
-    int h = header(rq, "host:", host, sizeof host);
+    int o = serve_request_header(rq, "origin:", origin, sizeof origin);
+    int h = serve_request_header(rq, "host:", host, sizeof host);
     if (o < 0 ||
         (o > 0 && !auth_origin_ok(origin, h > 0 ? host : NULL, s->cfg.allow_origin))) {
         rpc_error(out, 403, MCP_SERVER_ERROR, "this Origin is not allowed");
         return false;
     }
-    int v = header(rq, "mcp-protocol-version:", version, sizeof version);
+    int v = serve_request_header(rq, "mcp-protocol-version:", version, sizeof version);
     bool known = false;
     for (size_t i = 0; v > 0 && i < sizeof versions / sizeof *versions; i++)
         known = known || strcmp(version, versions[i]) == 0;
@@ -93,7 +78,7 @@ static bool post_headers_ok(const struct serve_request *rq, bool *json_ok, bool 
                             struct routes_resp *out)
 {
     char accept[HEADER_MAX], type[HEADER_MAX];
-    int a = header(rq, "accept:", accept, sizeof accept);
+    int a = serve_request_header(rq, "accept:", accept, sizeof accept);
     *sse_ok = a > 0 && contains_word(accept, "text/event-stream");
     *json_ok = a <= 0 || contains_word(accept, "application/json") ||
                contains_word(accept, "*/*") || contains_word(accept, "application/*");
@@ -102,7 +87,7 @@ static bool post_headers_ok(const struct serve_request *rq, bool *json_ok, bool 
                   "the client must accept application/json or text/event-stream");
         return false;
     }
-    int t = header(rq, "content-type:", type, sizeof type);
+    int t = serve_request_header(rq, "content-type:", type, sizeof type);
     if (t != 0 && (t < 0 || strncasecmp(type, "application/json", 16) != 0 ||
                    (type[16] && type[16] != ';' && type[16] != ' '))) {
         rpc_error(out, 415, MCP_SERVER_ERROR, "the body must be application/json");
@@ -174,7 +159,7 @@ static struct mcp_session *session_of(struct serve *s, const struct serve_reques
                                       struct routes_resp *out)
 {
     char id[MCP_SESSION_ID_LEN + 2];
-    int h = header(rq, "mcp-session-id:", id, sizeof id);
+    int h = serve_request_header(rq, "mcp-session-id:", id, sizeof id);
     struct mcp_session *sess = h > 0 ? mcp_session_find(&s->mcp, id) : NULL;
     if (h == 0)
         rpc_error(out, 400, MCP_SERVER_ERROR,
@@ -192,7 +177,7 @@ static struct mcp_session *post_session(struct serve *s, const struct serve_requ
     if (!ps->initialize)
         return session_of(s, rq, out);
     char id[8], err[1200];
-    if (header(rq, "mcp-session-id:", id, sizeof id) != 0) {
+    if (serve_request_header(rq, "mcp-session-id:", id, sizeof id) != 0) {
         rpc_error(out, 400, JSONRPC_INVALID_REQUEST,
                   "initialize starts a session: send it without Mcp-Session-Id");
         return NULL;

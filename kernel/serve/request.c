@@ -17,24 +17,27 @@ static int token_of(const char *name)
     return -1;
 }
 
-bool serve_request_header(const struct serve_request *rq, const char *name, char *buf,
-                          size_t len)
+int serve_request_header(const struct serve_request *rq, const char *name, char *buf,
+                         size_t len)
 {
     if (!rq->wsi || !len || len > 65536)
-        return false;
+        return 0;
     buf[0] = 0;
-    int t = token_of(name), n;
-    if (t >= 0) {
-        n = lws_hdr_total_length(rq->wsi, (enum lws_token_indexes)t);
-        if (n <= 0 || (size_t)n >= len)
-            return false;
-        return lws_hdr_copy(rq->wsi, buf, (int)len, (enum lws_token_indexes)t) == n;
-    }
+    int t = token_of(name), n, got;
     int nlen = (int)strlen(name);
-    n = lws_hdr_custom_length(rq->wsi, name, nlen);
-    if (n <= 0 || (size_t)n >= len)
-        return false;
-    return lws_hdr_custom_copy(rq->wsi, buf, (int)len, name, nlen) == n;
+    n = t >= 0 ? lws_hdr_total_length(rq->wsi, (enum lws_token_indexes)t)
+               : lws_hdr_custom_length(rq->wsi, name, nlen);
+    if (n <= 0)
+        return 0;
+    if ((size_t)n >= len)
+        return -1;
+    got = t >= 0 ? lws_hdr_copy(rq->wsi, buf, (int)len, (enum lws_token_indexes)t)
+                 : lws_hdr_custom_copy(rq->wsi, buf, (int)len, name, nlen);
+    if (got != n) {
+        buf[0] = 0;
+        return 0;
+    }
+    return 1;
 }
 
 bool serve_request_query(const struct serve_request *rq, const char *name, char *buf,

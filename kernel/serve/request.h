@@ -20,10 +20,11 @@ struct serve_request {
 };
 
 /* The value of header name (lower case, with its colon: "content-type:")
- * into buf, NUL-terminated. False when it is absent, empty, or longer than
- * len - 1 bytes (a value cut short is never handed on). */
-bool serve_request_header(const struct serve_request *rq, const char *name, char *buf,
-                          size_t len);
+ * into buf, NUL-terminated: 1; 0 when it is absent or empty; -1 when it is
+ * longer than len - 1 bytes (a value cut short is never handed on, and a
+ * value too long is not taken for one absent: buf is then ""). */
+int serve_request_header(const struct serve_request *rq, const char *name, char *buf,
+                         size_t len);
 
 /* The value of the query argument name (with its '=': "path=") into buf,
  * URL-decoded and NUL-terminated. False when it is absent or too long. */
