@@ -263,18 +263,19 @@ int tfile_mkdir(int dirfd, const char *path, mode_t mode)
     return cur;
 }
 
-int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len)
+int tfile_read_fd_room(int fd, size_t max, size_t hint, size_t room, char **out,
+                       size_t *len)
 {
     *out = NULL;
     *len = 0;
     size_t cap = (hint > max ? max : hint) + 1, n = 0;
-    char *buf = malloc(cap + 1);
+    char *buf = malloc(room + cap + 1);
     int rc = buf ? 0 : -ENOMEM;
     /* Read to the end: what the hint said can grow, up to max. */
     while (!rc) {
         if (n == cap) {
             size_t want = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            char *more = want > cap ? realloc(buf, want + 1) : NULL;
+            char *more = want > cap ? realloc(buf, room + want + 1) : NULL;
             if (!more) {
                 rc = want > cap ? -ENOMEM : -EFBIG;
                 break;
@@ -282,7 +283,7 @@ int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len)
             buf = more;
             cap = want;
         }
-        ssize_t r = read(fd, buf + n, cap - n);
+        ssize_t r = read(fd, buf + room + n, cap - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -298,10 +299,15 @@ int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len)
         free(buf);
         return rc;
     }
-    buf[n] = '\0';
+    buf[room + n] = '\0';
     *out = buf;
     *len = n;
     return 0;
+}
+
+int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len)
+{
+    return tfile_read_fd_room(fd, max, hint, 0, out, len);
 }
 
 int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len)

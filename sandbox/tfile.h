@@ -87,6 +87,12 @@ int tfile_read(int dirfd, const char *path, size_t max, char **out, size_t *len)
  * files, standard input). 0 with *out as for tfile_read, or -errno. */
 int tfile_read_fd(int fd, size_t max, size_t hint, char **out, size_t *len);
 
+/* As tfile_read_fd, with room bytes left before what is read: the bytes are
+ * at *out + room (*out is the buffer, to free), for a caller that writes
+ * them after a header of its own without copying them. */
+int tfile_read_fd_room(int fd, size_t max, size_t hint, size_t room, char **out,
+                       size_t *len);
+
 /* A file being written: made under a fresh name, moved into place by
  * tfile_commit, or removed by tfile_abort. */
 struct tfile_new {

@@ -87,7 +87,6 @@ static void fail(struct routes_resp *out, int rc, const char *client_path)
                       : rc == -EISDIR  ? "it is a folder, not a file"
                       : rc == -ENOTDIR ? "a file is in the way of a folder"
                       : rc == -EEXIST  ? "a folder is in the way"
-                      : rc == -EBUSY   ? "the file kept changing while it was read"
                       : rc == -ENXIO   ? tfile_strerror(-TFILE_EKIND)
                                        : tfile_strerror(rc);
     snprintf(msg, sizeof msg, "%s: %s", client_path, why);
@@ -263,45 +262,6 @@ static int upload(const struct e2b_files_req *rq, int root, json_t *list,
                       list, out);
 }
 
-/* The regular file fd (opened by tfile), whole if at most max bytes, after
- * LWS_PRE bytes of room, so that http.c writes it where it lies: a large
- * file is then in memory once. 0 with *out new, or -errno (-EFBIG). */
-static int read_with_room(int fd, size_t max, char **out, size_t *len)
-{
-    struct stat st;
-    *out = NULL;
-    *len = 0;
-    if (fstat(fd, &st))
-        return -errno;
-    if ((uint64_t)st.st_size > max)
-        return -EFBIG;
-    size_t cap = (size_t)st.st_size + 1, n = 0; /* one more: a file that grew */
-    char *buf = malloc(LWS_PRE + cap);
-    if (!buf)
-        return -ENOMEM;
-    while (n < cap) {
-        ssize_t r = read(fd, buf + LWS_PRE + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            int rc = r < 0 ? -errno : 0;
-            if (rc) {
-                free(buf);
-                return rc;
-            }
-            break;
-        }
-        n += (size_t)r;
-    }
-    if (n == cap) { /* it grew while it was read: read what it is now, again */
-        free(buf);
-        return -EAGAIN;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* GET /files: the file's bytes, raw. */
 static void download(const struct e2b_files_req *rq, int root, struct routes_resp *out)
 {
@@ -310,16 +270,22 @@ static void download(const struct e2b_files_req *rq, int root, struct routes_res
         return;
     char *data = NULL;
     size_t len = 0;
-    int fd = *rel ? tfile_open(root, rel, O_RDONLY) : -EISDIR, rc = fd < 0 ? fd : -EAGAIN;
-    for (int tries = 0; rc == -EAGAIN && tries < 3; tries++)
-        rc = lseek(fd, 0, SEEK_SET) ? -errno
-                                    : read_with_room(fd, rq->max_upload, &data, &len);
+    /* In memory once, after the room http.c writes its framing in. */
+    int fd = *rel ? tfile_open(root, rel, O_RDONLY) : -EISDIR, rc = fd < 0 ? fd : 0;
+    struct stat st;
+    if (!rc && fstat(fd, &st))
+        rc = -errno;
+    if (!rc && (uint64_t)st.st_size > rq->max_upload)
+        rc = -EFBIG;
+    if (!rc)
+        rc = tfile_read_fd_room(fd, rq->max_upload, (size_t)st.st_size, LWS_PRE, &data,
+                                &len);
     if (fd >= 0)
         close(fd);
     if (rc == -ENXIO)
         rc = -TFILE_EKIND;
     if (rc) {
-        fail(out, rc == -EAGAIN ? -EBUSY : rc, shown);
+        fail(out, rc, shown);
         return;
     }
     out->status = 200;
