@@ -20,21 +20,6 @@
 
 #define E2B_SEGMENTS 4
 
-/* The body as a JSON object (an empty body is {}); NULL with a 400 in out. */
-static json_t *body_object(const struct serve_request *rq, struct routes_resp *out)
-{
-    if (!rq->len)
-        return json_object();
-    json_error_t e;
-    json_t *v = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &e);
-    if (!json_is_object(v)) {
-        json_decref(v);
-        routes_error(out, 400, "the body is not a JSON object");
-        return NULL;
-    }
-    return v;
-}
-
 /* Member key of o: absent or null (*v NULL), else of the type wanted. */
 static bool optional_string(const json_t *o, const char *key, const char **v)
 {
@@ -90,7 +75,7 @@ static struct serve_kernel *cell_context(struct serve *s, const char *id,
 static void execute(struct serve *s, const struct serve_request *rq,
                     struct routes_resp *out)
 {
-    json_t *req = body_object(rq, out);
+    json_t *req = resp_body_object(rq->body, rq->len, out);
     if (!req)
         return;
     const char *code = NULL, *ctx_id, *language;
@@ -151,7 +136,7 @@ static int context_body(const json_t *req, const char **cwd, struct routes_resp 
 static void create_context(struct serve *s, const struct serve_request *rq,
                            struct routes_resp *out)
 {
-    json_t *req = body_object(rq, out);
+    json_t *req = resp_body_object(rq->body, rq->len, out);
     const char *cwd = NULL;
     if (!req || context_body(req, &cwd, out)) {
         json_decref(req);

@@ -5,6 +5,20 @@
 
 #include "kernel/serve/model.h"
 
+json_t *resp_body_object(const char *body, size_t len, struct routes_resp *out)
+{
+    if (!len)
+        return json_object();
+    json_error_t e;
+    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
+    if (!json_is_object(v)) {
+        json_decref(v);
+        routes_error(out, 400, "the body is not a JSON object");
+        return NULL;
+    }
+    return v;
+}
+
 void resp_json(struct routes_resp *out, int status, json_t *json)
 {
     json_decref(out->json);

@@ -49,6 +49,10 @@ struct routes_resp {
     char context[40];
 };
 
+/* The body as a JSON object (an empty body is {}): new; NULL with a 400 in
+ * out when it is not one. */
+json_t *resp_body_object(const char *body, size_t len, struct routes_resp *out);
+
 /* out answers status with json (new; NULL, out of memory: a 500). */
 void resp_json(struct routes_resp *out, int status, json_t *json);
 

@@ -75,24 +75,10 @@ static void kernelspecs(char **seg, int n, struct routes_resp *out)
     }
 }
 
-static json_t *parse_body(const char *body, size_t len, struct routes_resp *out)
-{
-    if (!len)
-        return json_object();
-    json_error_t e;
-    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e);
-    if (!json_is_object(v)) {
-        json_decref(v);
-        routes_error(out, 400, "the body is not a JSON object");
-        return NULL;
-    }
-    return v;
-}
-
 static void create_kernel(struct serve *s, const char *body, size_t len,
                           struct routes_resp *out)
 {
-    json_t *req = parse_body(body, len, out);
+    json_t *req = resp_body_object(body, len, out);
     if (!req)
         return;
     const json_t *name = json_object_get(req, "name");

@@ -235,16 +235,10 @@ void sessions_handle(struct serve *s, const char *method, const char *body, size
 {
     prune(s);
     struct serve_session *x = id ? find(s, id) : NULL;
-    json_error_t e;
     json_t *req = NULL;
-    if (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) {
-        req = len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &e) : json_object();
-        if (!json_is_object(req)) {
-            routes_error(out, 400, "the body is not a JSON object");
-            json_decref(req);
-            return;
-        }
-    }
+    if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0) &&
+        !(req = resp_body_object(body, len, out)))
+        return;
     if (n == 2 && strcmp(method, "GET") == 0) {
         json_t *a = json_array();
         for (struct serve_session *o = s->sessions; o && a; o = o->next)
