@@ -17,6 +17,8 @@ import urllib.error
 import urllib.request
 import uuid
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from sandpit_testing import SANDPIT  # noqa: E402
@@ -211,3 +213,20 @@ def e2b_url(server):
             return m.group(1).rstrip('"')
         time.sleep(0.05)
     raise AssertionError("no E2B URL in the log: %s" % server.log())
+
+
+def run_e2b_client(server, script, url, **env_extra):
+    """Runs tests/node/<script> (E2B's SDK in its local mode) against url:
+    the JSON object it printed last. Skipped where node cannot run the SDK."""
+    why = node_skip_reason()
+    if why:
+        pytest.skip(why)
+    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "@e2b", "code-interpreter")):
+        pytest.fail("@e2b/code-interpreter is not installed in tests/node: run make deps")
+    env = dict(os.environ, E2B_DEBUG="true", E2B_SANDBOX_URL=url, **env_extra)
+    env.pop("E2B_API_KEY", None)
+    proc = subprocess.run(["node", script], cwd=NODE_DIR, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:],
+                                  server.log()[-5000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])

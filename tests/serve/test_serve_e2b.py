@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from serve_helpers import NODE_DIR, SANDPIT, Server, e2b_url, node_skip_reason
+from serve_helpers import SANDPIT, Server, e2b_url, run_e2b_client
 
 @pytest.fixture(scope="module")
 def server():
@@ -84,20 +84,9 @@ def main_result(got):
 
 @pytest.fixture(scope="module")
 def sdk(server):
-    why = node_skip_reason()
-    if why:
-        pytest.skip(why)
-    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "@e2b", "code-interpreter")):
-        pytest.fail("@e2b/code-interpreter is not installed in tests/node: run make deps")
     url = e2b_url(server)
     refused = re.sub(r"/e2b/[^/]+", "/e2b/" + "0" * 48, url)
-    env = dict(os.environ, E2B_DEBUG="true", E2B_SANDBOX_URL=url, E2B_REFUSED_URL=refused)
-    env.pop("E2B_API_KEY", None)
-    proc = subprocess.run(["node", "e2b_client.mjs"], cwd=NODE_DIR, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:],
-                                  server.log()[-5000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_e2b_client(server, "e2b_client.mjs", url, E2B_REFUSED_URL=refused)
 
 
 def test_the_sdk_shares_a_variable_between_two_cells(sdk):

@@ -13,13 +13,12 @@ import os
 import re
 import socket
 import stat
-import subprocess
 import time
 import urllib.parse
 
 import pytest
 
-from serve_helpers import NODE_DIR, Server, e2b_url, node_skip_reason
+from serve_helpers import Server, e2b_url, run_e2b_client
 
 EVERY_BYTE = bytes(range(256)) * 4
 
@@ -510,19 +509,8 @@ def test_stat_gives_an_entry_or_not_found(server):
 
 @pytest.fixture(scope="module")
 def sdk(server):
-    why = node_skip_reason()
-    if why:
-        pytest.skip(why)
-    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "@e2b", "code-interpreter")):
-        pytest.fail("@e2b/code-interpreter is not installed in tests/node: run make deps")
     url = "http://127.0.0.1:%d%s" % (server.port, e2b_prefix(server))
-    env = dict(os.environ, E2B_DEBUG="true", E2B_SANDBOX_URL=url)
-    env.pop("E2B_API_KEY", None)
-    proc = subprocess.run(["node", "e2b_files_client.mjs"], cwd=NODE_DIR, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:],
-                                  server.log()[-5000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_e2b_client(server, "e2b_files_client.mjs", url)
 
 
 def test_the_sdk_writes_several_files_at_once(sdk):
